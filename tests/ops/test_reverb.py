@@ -6,6 +6,7 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
+from bench import numpy_reverb
 from ops import reverb
 
 JITTER = 0.1
@@ -28,25 +29,6 @@ def numpy_ir(initial, first_delay, rt60, jitter_u, length, sample_rate,
       frac *= att
       k += 1
   return h
-
-
-def numpy_rev_echo(noisy, clean, params, module):
-  """The RevEcho composition in NumPy for given draws."""
-  noisy_out, clean_out = noisy.copy(), clean.copy()
-  length = noisy.shape[1]
-  for b in range(noisy.shape[0]):
-    if not params.apply[b]:
-      continue
-    irs = [numpy_ir(params.initial[b], params.first_delay[b], params.rt60[b], u[b],
-                    length, module.sample_rate)
-           for u in (params.noise_jitter, params.clean_jitter)]
-    noise = noisy[b] - clean[b]
-    noise_reverb = np.convolve(noise, irs[0])[:length]
-    clean_reverb = np.convolve(clean[b], irs[1])[:length]
-    new_noise = noise + noise_reverb + (1 - module.keep_clean) * clean_reverb
-    clean_out[b] = clean[b] + module.keep_clean * clean_reverb
-    noisy_out[b] = new_noise + clean_out[b]
-  return noisy_out, clean_out
 
 
 def schroeder_t60(h, sample_rate):
@@ -194,8 +176,10 @@ class RevEchoTest(tf.test.TestCase, parameterized.TestCase):
     params = self.module.sample([4, 5], 6, 3000)
     self.assertGreater(int(tf.reduce_sum(tf.cast(params.apply, tf.int32))), 0)
     got = self.module.apply(noisy, clean, params)
-    want = numpy_rev_echo(noisy.astype(np.float64), clean.astype(np.float64),
-                          tf.nest.map_structure(np.asarray, params), self.module)
+    want = numpy_reverb.rev_echo_numpy(
+        noisy.astype(np.float64), clean.astype(np.float64),
+        tf.nest.map_structure(np.asarray, params), sample_rate=self.module.sample_rate,
+        keep_clean=self.module.keep_clean)
     for g, w in zip(got, want):
       np.testing.assert_allclose(g, w, rtol=0, atol=1e-5 * np.abs(w).max())
 

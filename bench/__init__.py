@@ -1,0 +1,1 @@
+"""Benchmarks: plain scripts that print tables (`python -m bench.<name>`)."""
