@@ -1,0 +1,1 @@
+"""Input side: int16 TFRecord shards, corpus preparation, synthetic data and tf.data pipelines."""

@@ -1,0 +1,119 @@
+"""Audio file decoding and resampling through tensorflow-io, with a clear fallback when its ops cannot load."""
+
+import functools
+import math
+import re
+from typing import Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+WHY_TFIO = (
+    "tensorflow-io 0.37.1's compiled ops (FLAC/WAV decoding, resampling) load only with "
+    "tensorflow 2.16/2.17; install the pinned pair (pip install -e .) to read every format "
+    "and rate.")
+AUDIO_SUFFIXES = (".wav", ".flac")
+
+
+class AudioError(ValueError):
+  """An audio file cannot be read or converted; the message names it."""
+
+
+@functools.lru_cache(maxsize=None)
+def tfio_problem() -> Optional[str]:
+  """None if tensorflow-io's audio ops work here, else why not."""
+  try:
+    import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
+    tfio.audio.resample(tf.zeros([4, 1]), rate_in=2, rate_out=1)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+  return None
+
+
+def _tfio():
+  import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
+  return tfio
+
+
+def load(path: str) -> Tuple[np.ndarray, int]:
+  """Decodes a WAV (8/16/24/32-bit PCM or float) or FLAC file.
+
+  Returns:
+    `(samples, sample_rate)`: float32 mono samples (channels averaged) in [-1, 1].
+
+  Raises:
+    AudioError: naming the file, if it cannot be decoded.
+  """
+  if tfio_problem() is not None:
+    return _load_wav16(path)
+  try:
+    audio = _tfio().audio.AudioIOTensor(path)
+    rate = int(audio.rate.numpy())
+    samples = audio.to_tensor().numpy()
+  except (tf.errors.OpError, ValueError) as e:
+    raise AudioError(f"{path}: cannot decode audio ({_summary(e)}).") from e
+  scale = {np.dtype("int16"): 2.0**15, np.dtype("int32"): 2.0**31,
+           np.dtype("float32"): 1.0}.get(samples.dtype)
+  if samples.dtype == np.uint8:
+    samples, scale = samples.astype(np.float32) - 128.0, 128.0
+  if scale is None:
+    raise AudioError(f"{path}: unsupported sample type {samples.dtype}.")
+  if samples.ndim != 2 or samples.shape[0] == 0:
+    raise AudioError(f"{path}: holds no audio samples.")
+  return (samples.astype(np.float64).mean(axis=1) / scale).astype(np.float32), rate
+
+
+def _load_wav16(path: str) -> Tuple[np.ndarray, int]:
+  """The fallback without tensorflow-io: 16-bit PCM WAV only (tf.audio.decode_wav)."""
+  if not path.lower().endswith(".wav"):
+    raise AudioError(f"{path}: cannot decode FLAC without tensorflow-io ({tfio_problem()}). "
+                     + WHY_TFIO)
+  try:
+    samples, rate = tf.audio.decode_wav(tf.io.read_file(path))
+  except tf.errors.OpError as e:
+    raise AudioError(f"{path}: tf.audio.decode_wav reads only 16-bit PCM WAV and failed "
+                     f"({_summary(e)}); tensorflow-io is unavailable "
+                     f"({tfio_problem()}). " + WHY_TFIO) from e
+  return samples.numpy().mean(axis=1), int(rate)
+
+
+def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = "") -> np.ndarray:
+  """Resamples mono float32 `samples` with tensorflow-io, aligned and length-preserving.
+
+  tensorflow-io's resampler delays its output by its filter's latency (e.g. 96
+  samples for 16 -> 48 kHz); that delay is measured once per rate pair and
+  removed, so the result starts where the input starts and lasts as long.
+  """
+  if rate_in == rate_out:
+    return samples
+  if tfio_problem() is not None:
+    raise AudioError(f"{name}: needs resampling from {rate_in} to {rate_out} Hz, which "
+                     f"needs tensorflow-io ({tfio_problem()}). " + WHY_TFIO)
+  delay = _resampler_delay(rate_in, rate_out)
+  length = int(round(len(samples) * rate_out / rate_in))
+  padded = np.pad(samples, (0, int(np.ceil(delay * rate_in / rate_out)) + 1))
+  return _tfio_resample(padded, rate_in, rate_out)[delay:delay + length]
+
+
+def _tfio_resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
+  out = _tfio().audio.resample(tf.constant(samples, tf.float32)[:, None],
+                               rate_in=rate_in, rate_out=rate_out)
+  return out.numpy()[:, 0]
+
+
+@functools.lru_cache(maxsize=None)
+def _resampler_delay(rate_in: int, rate_out: int) -> int:
+  """Output samples by which tensorflow-io's resampler delays a signal."""
+  period = rate_in // math.gcd(rate_in, rate_out)  # input step that maps to whole outputs
+  position = period * max(1, rate_in // (2 * period))
+  impulse = np.zeros(position * 2)
+  impulse[position] = 1.0
+  peak = int(np.argmax(np.abs(_tfio_resample(impulse, rate_in, rate_out))))
+  return peak - position * rate_out // rate_in
+
+
+def _summary(error: Exception) -> str:
+  """The useful part of an op error: no function-node prefix, one line, bounded."""
+  text = re.sub(r"\{\{.*?\}\}\s*", "", getattr(error, "message", None) or str(error))
+  text = " ".join(text.split())
+  return text[:200] or type(error).__name__

@@ -1,0 +1,180 @@
+"""tf.data pipelines for `strategy.distribute_datasets_from_function`: shard, interleave, batch, parse, prefetch."""
+
+import math
+from typing import Callable, Dict, List, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from input import records
+import ops
+from ops import random
+
+DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
+Batch = Dict[str, tf.Tensor]
+
+
+def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
+                          crop_seconds: Optional[float] = None,
+                          shuffle_buffer_mb: float = 256.0, seed: int = 0,
+                          reverb: Optional[ops.RevEcho] = None,
+                          cycle_length: int = 8, epochs: Optional[int] = None,
+                          ram_budget_mb: Optional[int] = None) -> DatasetFn:
+  """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
+
+  Args:
+    manifest: the split to read (`records.read_manifest`).
+    global_batch_size: examples per step across all replicas.
+    crop_seconds: random crop per example (default: the whole segment).
+    shuffle_buffer_mb: memory for the shuffle buffer of serialized (int16)
+      records; the element count follows from the segment size.
+    seed: base of the stateless crop/reverb draws and the shuffles.
+    reverb: optional host-side augmentation (usually it runs on the device in
+      the step instead).
+    cycle_length: shards read in parallel by each input pipeline.
+    epochs: passes over the data (default: forever).
+    ram_budget_mb: tf.data autotune RAM budget (default: TF's, half of RAM).
+
+  Returns:
+    `dataset_fn(input_context)` for `distribute` /
+    `strategy.distribute_datasets_from_function`.
+  """
+  crop = _crop_samples(manifest, crop_seconds)
+  buffer_examples = max(1, int(shuffle_buffer_mb * 2**20) // manifest.record_bytes)
+
+  def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    batch = context.get_per_replica_batch_size(global_batch_size)
+    pipeline = context.input_pipeline_id
+    files = _files_for_pipeline(manifest, context)
+    compression = records.tfrecord_compression(manifest.compression)
+    if files is not None:
+      dataset = tf.data.Dataset.from_tensor_slices(files)
+      dataset = dataset.shuffle(len(files), seed=seed + pipeline,
+                                reshuffle_each_iteration=True).repeat(epochs)
+      dataset = dataset.interleave(
+          lambda path: tf.data.TFRecordDataset(path, compression),
+          cycle_length=min(cycle_length, len(files)), block_length=1,
+          num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    else:
+      dataset = tf.data.TFRecordDataset(manifest.paths, compression)
+      dataset = dataset.shard(context.num_input_pipelines, pipeline).repeat(epochs)
+    # More than one epoch's share in the buffer only repeats examples in it.
+    share = _examples_for_pipeline(manifest, context, pipeline)
+    dataset = dataset.shuffle(max(1, min(buffer_examples, share)), seed=seed + pipeline)
+    dataset = dataset.batch(batch, drop_remainder=True).enumerate()
+    pipeline_seed = random.fold_in([seed, 0], pipeline)
+
+    def parse(index, serialized):
+      batch_seed = random.fold_in(pipeline_seed, index)
+      offsets = None
+      if crop < manifest.segment_samples:
+        offsets = tf.cast(tf.floor(random.uniform(
+            [batch], batch_seed, 0.0, manifest.segment_samples - crop + 1.0)), tf.int32)
+      parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples,
+                                   crop_samples=crop, crop_offsets=offsets)
+      noisy = records.pcm_to_float(parsed["noisy"])
+      clean = records.pcm_to_float(parsed["clean"])
+      if reverb is not None:
+        noisy, clean = reverb(noisy, clean, random.fold_in(batch_seed, 1))
+      return {"noisy": noisy, "clean": clean}
+
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(
+        _options(deterministic=False, ram_budget_mb=ram_budget_mb))
+
+  return dataset_fn
+
+
+def make_eval_dataset_fn(manifest: records.Manifest, *,
+                         global_batch_size: int) -> DatasetFn:
+  """The eval input: every example exactly once across all pipelines, in order.
+
+  Elements are `{noisy, clean, weight}`; the tail is padded with silent
+  examples of weight 0 so that every replica of every pipeline gets the same
+  number of full, static-shape batches and weighted metrics stay exact.
+  """
+  silence = np.zeros([manifest.segment_samples], np.int16)
+  padding = records.serialize_example(silence, silence, manifest.sample_rate, "")
+
+  def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    batch = context.get_per_replica_batch_size(global_batch_size)
+    counts = [_examples_for_pipeline(manifest, context, i)
+              for i in range(context.num_input_pipelines)]
+    replicas_per_pipeline = max(1, context.num_replicas_in_sync // context.num_input_pipelines)
+    batches = math.ceil(max(counts) / batch / replicas_per_pipeline) * replicas_per_pipeline
+    compression = records.tfrecord_compression(manifest.compression)
+    files = _files_for_pipeline(manifest, context)
+    if files is not None:
+      dataset = tf.data.TFRecordDataset(files, compression)
+    else:
+      dataset = tf.data.TFRecordDataset(manifest.paths, compression).shard(
+          context.num_input_pipelines, context.input_pipeline_id)
+    dataset = dataset.map(lambda r: (r, 1.0)).concatenate(
+        tf.data.Dataset.from_tensors((tf.constant(padding), 0.0)).repeat(
+            batches * batch - counts[context.input_pipeline_id]))
+
+    def parse(serialized, weight):
+      parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples)
+      return {"noisy": records.pcm_to_float(parsed["noisy"]),
+              "clean": records.pcm_to_float(parsed["clean"]),
+              "weight": tf.ensure_shape(weight, [batch])}
+
+    dataset = dataset.batch(batch, drop_remainder=True)
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(_options(deterministic=True))
+
+  return dataset_fn
+
+
+def distribute(strategy: tf.distribute.Strategy, dataset_fn: DatasetFn, *,
+               per_replica_buffer: Optional[int] = None) -> tf.distribute.DistributedDataset:
+  """`strategy.distribute_datasets_from_function` with a per-device prefetch buffer."""
+  options = tf.distribute.InputOptions()
+  if per_replica_buffer is not None:
+    options = tf.distribute.InputOptions(experimental_per_replica_buffer_size=per_replica_buffer)
+  return strategy.distribute_datasets_from_function(dataset_fn, options)
+
+
+def _crop_samples(manifest: records.Manifest, crop_seconds: Optional[float]) -> int:
+  if crop_seconds is None:
+    return manifest.segment_samples
+  crop = int(round(crop_seconds * manifest.sample_rate))
+  if not 0 < crop <= manifest.segment_samples:
+    raise ValueError(
+        f"crop_seconds={crop_seconds} is {crop} samples, but the segments in "
+        f"{manifest.data_dir} hold {manifest.segment_samples} "
+        f"({manifest.segment_samples / manifest.sample_rate:g} s); pass a crop in "
+        "(0, segment length] or re-prepare with longer segments.")
+  return crop
+
+
+def _files_for_pipeline(manifest: records.Manifest, context: tf.distribute.InputContext
+                        ) -> Optional[List[str]]:
+  """This pipeline's shard files, or None when records must be sharded instead."""
+  if len(manifest.paths) < context.num_input_pipelines:
+    logging.warning(
+        "%d shards for %d input pipelines: sharding by record, so every pipeline reads "
+        "every file. Write at least one shard per pipeline (--num_shards) to fix this.",
+        len(manifest.paths), context.num_input_pipelines)
+    return None
+  return manifest.paths[context.input_pipeline_id::context.num_input_pipelines]
+
+
+def _examples_for_pipeline(manifest: records.Manifest,
+                           context: tf.distribute.InputContext, pipeline: int) -> int:
+  pipelines = context.num_input_pipelines
+  if len(manifest.paths) < pipelines:
+    total = manifest.num_examples
+    return total // pipelines + (1 if pipeline < total % pipelines else 0)
+  return sum(manifest.examples_per_shard[pipeline::pipelines])
+
+
+def _options(*, deterministic: bool, ram_budget_mb: Optional[int] = None) -> tf.data.Options:
+  options = tf.data.Options()
+  options.deterministic = deterministic
+  options.autotune.enabled = True
+  if ram_budget_mb:
+    options.autotune.ram_budget = int(ram_budget_mb) * 2**20
+  options.experimental_optimization.map_parallelization = True
+  return options

@@ -1,0 +1,274 @@
+"""The on-disk format: int16 noisy/clean TFRecord shards, their manifest, writer and batch parser."""
+
+import dataclasses
+import json
+import os
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+# User-facing names -> TFRecord compression types. TFRecordDataset reads any
+# other string silently as uncompressed, so nothing else may reach it.
+COMPRESSIONS = {"none": "", "zlib": "ZLIB", "gzip": "GZIP"}
+MANIFEST_VERSION = 1
+
+
+def tfrecord_compression(name: str) -> str:
+  """The TFRecord compression type for `name` (none|zlib|gzip); ValueError otherwise."""
+  try:
+    return COMPRESSIONS[name]
+  except KeyError:
+    raise ValueError(f"Unknown compression {name!r}: use one of {sorted(COMPRESSIONS)} "
+                     "(TFRecord supports no others).") from None
+
+
+def shard_name(split: str, index: int, count: int) -> str:
+  return f"{split}-{index:05d}-of-{count:05d}.tfrecord"
+
+
+def manifest_path(data_dir: str, split: str) -> str:
+  return os.path.join(data_dir, f"{split}.manifest.json")
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+  """What a split holds: written last by the writer, read first by every reader."""
+  data_dir: str
+  split: str
+  shards: Tuple[str, ...]
+  examples_per_shard: Tuple[int, ...]
+  sample_rate: int
+  segment_samples: int
+  compression: str
+
+  @property
+  def num_examples(self) -> int:
+    return sum(self.examples_per_shard)
+
+  @property
+  def total_hours(self) -> float:
+    return self.num_examples * self.segment_samples / self.sample_rate / 3600
+
+  @property
+  def paths(self) -> List[str]:
+    return [os.path.join(self.data_dir, s) for s in self.shards]
+
+  @property
+  def record_bytes(self) -> int:
+    """Approximate size of one serialized example (two int16 signals + fields)."""
+    return 4 * self.segment_samples + 128
+
+  def to_json(self) -> str:
+    fields = dataclasses.asdict(self)
+    del fields["data_dir"]
+    fields.update(version=MANIFEST_VERSION, num_examples=self.num_examples,
+                  total_hours=round(self.total_hours, 6),
+                  examples_per_shard=list(self.examples_per_shard),
+                  shards=list(self.shards))
+    return json.dumps(fields, indent=2) + "\n"
+
+
+def read_manifest(data_dir: str, split: str) -> Manifest:
+  """Reads and checks `{split}.manifest.json` in `data_dir`."""
+  path = manifest_path(data_dir, split)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(
+        f"No manifest at {path}: prepare the data first (python -m input.prepare or "
+        "python -m input.synthetic), or pass the directory that holds it.")
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      fields = json.load(f)
+    manifest = Manifest(
+        data_dir=data_dir, split=fields["split"], shards=tuple(fields["shards"]),
+        examples_per_shard=tuple(int(n) for n in fields["examples_per_shard"]),
+        sample_rate=int(fields["sample_rate"]),
+        segment_samples=int(fields["segment_samples"]),
+        compression=fields["compression"])
+  except (ValueError, KeyError, TypeError) as e:
+    raise ValueError(f"Manifest {path} is not valid ({e!r}); re-create the split.") from e
+  tfrecord_compression(manifest.compression)
+  if len(manifest.shards) != len(manifest.examples_per_shard) or not manifest.shards:
+    raise ValueError(f"Manifest {path} lists {len(manifest.shards)} shards and "
+                     f"{len(manifest.examples_per_shard)} counts; re-create the split.")
+  missing = [p for p in manifest.paths if not tf.io.gfile.exists(p)]
+  if missing:
+    raise FileNotFoundError(f"Manifest {path} names shards that do not exist: "
+                            f"{missing[:3]}{' ...' if len(missing) > 3 else ''}")
+  return manifest
+
+
+def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:
+  """float [-1, 1) -> int16 PCM; returns `(pcm, number_of_clipped_samples)`."""
+  scaled = np.round(np.asarray(signal, np.float64) * 32768.0)
+  clipped = int(np.count_nonzero((scaled > 32767) | (scaled < -32768)))
+  return np.clip(scaled, -32768, 32767).astype("<i2"), clipped
+
+
+def serialize_example(noisy: np.ndarray, clean: np.ndarray, sample_rate: int,
+                      example_id: str) -> bytes:
+  """One segment as a tf.train.Example (int16 little-endian PCM bytes)."""
+  noisy = np.asarray(noisy, "<i2")
+  clean = np.asarray(clean, "<i2")
+  if noisy.shape != clean.shape or noisy.ndim != 1:
+    raise ValueError(f"Example {example_id}: noisy {noisy.shape} and clean "
+                     f"{clean.shape} must be equal-length 1-D int16 arrays.")
+  feature = {
+      "noisy": _bytes(noisy.tobytes()),
+      "clean": _bytes(clean.tobytes()),
+      "sample_rate": _int(sample_rate),
+      "num_samples": _int(len(noisy)),
+      "id": _bytes(example_id.encode()),
+  }
+  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _bytes(value: bytes) -> tf.train.Feature:
+  return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def _int(value: int) -> tf.train.Feature:
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+class ShardWriter:
+  """Writes examples round-robin into shards under temporary names.
+
+  Nothing looks valid until `close()`: shards are renamed into place and the
+  manifest is written last (itself via a temporary name). `abort()` (or leaving
+  a `with` block by an exception) removes every temporary file.
+  """
+
+  def __init__(self, output_dir: str, split: str, *, num_shards: int,
+               sample_rate: int, segment_samples: int, compression: str = "none"):
+    if num_shards < 1:
+      raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
+    tfrecord_compression(compression)
+    tf.io.gfile.makedirs(output_dir)
+    self._dir, self._split = output_dir, split
+    self._sample_rate, self._segment_samples = sample_rate, segment_samples
+    self._compression = compression
+    self._names = [shard_name(split, i, num_shards) for i in range(num_shards)]
+    self._counts = [0] * num_shards
+    options = tf.io.TFRecordOptions(compression_type=tfrecord_compression(compression))
+    self._writers = [tf.io.TFRecordWriter(self._tmp(n), options) for n in self._names]
+    self._next = 0
+
+  def _tmp(self, name: str) -> str:
+    return os.path.join(self._dir, f".{name}.tmp")
+
+  def write(self, noisy_pcm: np.ndarray, clean_pcm: np.ndarray, example_id: str):
+    """Adds one segment (int16 arrays of `segment_samples`) to the next shard."""
+    if len(noisy_pcm) != self._segment_samples:
+      raise ValueError(f"Example {example_id} has {len(noisy_pcm)} samples; this split "
+                       f"holds segments of {self._segment_samples}.")
+    shard = self._next % len(self._writers)
+    self._writers[shard].write(
+        serialize_example(noisy_pcm, clean_pcm, self._sample_rate, example_id))
+    self._counts[shard] += 1
+    self._next += 1
+
+  def close(self) -> Manifest:
+    """Renames the shards into place and writes the manifest; returns it."""
+    if self._next == 0:
+      self.abort()
+      raise ValueError(f"No examples were written for split {self._split!r}.")
+    for writer in self._writers:
+      writer.close()
+    for name in self._names:
+      tf.io.gfile.rename(self._tmp(name), os.path.join(self._dir, name), overwrite=True)
+    for stale in tf.io.gfile.glob(os.path.join(self._dir, f"{self._split}-*-of-*.tfrecord")):
+      if os.path.basename(stale) not in self._names:  # left by an earlier, larger run
+        tf.io.gfile.remove(stale)
+    manifest = Manifest(data_dir=self._dir, split=self._split, shards=tuple(self._names),
+                        examples_per_shard=tuple(self._counts),
+                        sample_rate=self._sample_rate,
+                        segment_samples=self._segment_samples,
+                        compression=self._compression)
+    path = manifest_path(self._dir, self._split)
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+      f.write(manifest.to_json())
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    return manifest
+
+  def abort(self):
+    """Closes and deletes every temporary shard."""
+    for writer, name in zip(self._writers, self._names):
+      writer.close()
+      if tf.io.gfile.exists(self._tmp(name)):
+        tf.io.gfile.remove(self._tmp(name))
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is not None:
+      self.abort()
+
+
+def write_split(examples: Iterable[Tuple[np.ndarray, np.ndarray, str]], output_dir: str,
+                split: str, **writer_args) -> Manifest:
+  """Writes `(noisy_pcm, clean_pcm, id)` examples into shards; returns the manifest."""
+  with ShardWriter(output_dir, split, **writer_args) as writer:
+    for noisy, clean, example_id in examples:
+      writer.write(noisy, clean, example_id)
+    return writer.close()
+
+
+def parse_batch(serialized: tf.Tensor, *, segment_samples: int,
+                crop_samples: Optional[int] = None,
+                crop_offsets: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+  """Parses (and optionally crops) a batch of serialized examples in one go.
+
+  Cropping cuts the PCM byte strings before decoding (`tf.strings.substr`),
+  so only the kept samples are ever converted.
+
+  Args:
+    serialized: `[batch]` string tensor of serialized tf.train.Examples.
+    segment_samples: the split's segment length (from the manifest).
+    crop_samples: keep this many samples per example (default: all).
+    crop_offsets: `[batch]` int32 start sample of each crop (default: 0).
+
+  Returns:
+    `noisy`, `clean`: `[batch, crop_samples]` int16; `id`: `[batch]` string.
+  """
+  features = tf.io.parse_example(serialized, {
+      "noisy": tf.io.FixedLenFeature([], tf.string),
+      "clean": tf.io.FixedLenFeature([], tf.string),
+      "id": tf.io.FixedLenFeature([], tf.string, default_value=""),
+  })
+  length = segment_samples if crop_samples is None else crop_samples
+  out = {"id": features["id"]}
+  for key in ("noisy", "clean"):
+    pcm = features[key]
+    if length != segment_samples or crop_offsets is not None:
+      offsets = (tf.zeros(tf.shape(features["id"]), tf.int32) if crop_offsets is None
+                 else crop_offsets)
+      pcm = tf.strings.substr(pcm, 2 * offsets, tf.fill(tf.shape(offsets), 2 * length))
+    out[key] = tf.ensure_shape(tf.io.decode_raw(pcm, tf.int16, little_endian=True),
+                               [None, length])
+  return out
+
+
+def pcm_to_float(pcm: tf.Tensor) -> tf.Tensor:
+  """int16 PCM -> float32 in [-1, 1)."""
+  return tf.cast(pcm, tf.float32) * (1.0 / 32768.0)
+
+
+def find_bad_shards(manifest: Manifest) -> List[str]:
+  """Reads every shard in full; returns one message per unreadable or miscounted shard.
+
+  TFRecord read errors ("corrupted record at 2044") do not name the file, so
+  callers run this after a `tf.errors.DataLossError` to say which one it was.
+  """
+  problems = []
+  for path, expected in zip(manifest.paths, manifest.examples_per_shard):
+    dataset = tf.data.TFRecordDataset(path, tfrecord_compression(manifest.compression))
+    try:
+      count = int(dataset.reduce(np.int64(0), lambda n, _: n + 1))
+    except (tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+      problems.append(f"{path}: unreadable ({e.message.splitlines()[-1].strip()})")
+      continue
+    if count != expected:
+      problems.append(f"{path}: holds {count} records, the manifest says {expected}")
+  return problems

@@ -1,0 +1,153 @@
+"""Tests for input.prepare: formats, rates, segmenting, and a clear error for each bad input."""
+
+import os
+import struct
+import subprocess
+import sys
+import wave
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+import tensorflow_io as tfio
+
+from input import prepare
+from input import records
+
+
+def sine(seconds, rate, frequency=440.0, amplitude=0.5):
+  return amplitude * np.sin(2 * np.pi * frequency * np.arange(int(seconds * rate)) / rate)
+
+
+def write_audio(path, signal, rate, kind):
+  """Writes `signal` as 'wav16', 'wav24', 'float' (32-bit float WAV) or 'flac'."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  if kind == "flac":
+    pcm = np.round(signal * 32767).astype(np.int16)[:, None]
+    with open(path, "wb") as f:
+      f.write(tfio.audio.encode_flac(tf.constant(pcm), rate=rate).numpy())
+    return
+  if kind == "float":
+    raw = signal.astype("<f4").tobytes()
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+    body = (b"WAVEfmt " + struct.pack("<I", len(fmt)) + fmt + b"data"
+            + struct.pack("<I", len(raw)) + raw)
+    with open(path, "wb") as f:
+      f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return
+  width = {"wav16": 2, "wav24": 3}[kind]
+  pcm = np.round(signal * (2 ** (8 * width - 1) - 1)).astype("<i4")
+  data = b"".join(int(v).to_bytes(4, "little", signed=True)[:width] for v in pcm)
+  with wave.open(path, "wb") as w:
+    w.setnchannels(1)
+    w.setsampwidth(width)
+    w.setframerate(rate)
+    w.writeframes(data)
+
+
+class PrepareTest(tf.test.TestCase, parameterized.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    root = self.create_tempdir().full_path
+    self.noisy_dir, self.clean_dir = os.path.join(root, "noisy"), os.path.join(root, "clean")
+    self.output_dir = os.path.join(root, "out")
+
+  def add_pair(self, name, rate, kind, seconds=1.2, clean_kind=None, clean_rate=None,
+               clean_seconds=None):
+    clean = sine(clean_seconds or seconds, clean_rate or rate)
+    noisy = sine(seconds, rate) + 0.05 * np.random.default_rng(0).normal(
+        size=int(seconds * rate))
+    write_audio(os.path.join(self.noisy_dir, name), noisy, rate, kind)
+    write_audio(os.path.join(self.clean_dir, name), clean, clean_rate or rate,
+                clean_kind or kind)
+
+  def run_prepare(self, **kwargs):
+    kwargs = dict(dict(sample_rate=48000, segment_seconds=0.5, hop_seconds=0.5,
+                       num_shards=3), **kwargs)
+    return prepare.prepare(self.noisy_dir, self.clean_dir, self.output_dir, **kwargs)
+
+  def read(self, manifest):
+    serialized = next(iter(tf.data.TFRecordDataset(manifest.paths).batch(1000)))
+    parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples)
+    ids = [i.decode() for i in parsed["id"].numpy()]
+    return dict(zip(ids, records.pcm_to_float(parsed["clean"]).numpy()))
+
+  def test_mixed_formats_and_rates_become_48k_segments(self):
+    self.add_pair("a.wav", 16000, "wav16")
+    self.add_pair("sub/b.wav", 48000, "wav24")
+    self.add_pair("c.wav", 48000, "float")
+    self.add_pair("d.flac", 16000, "flac")
+    manifest = self.run_prepare()
+    self.assertEqual((manifest.sample_rate, manifest.segment_samples), (48000, 24000))
+    self.assertEqual(manifest.num_examples, 12)  # 1.2 s -> 0.5 + 0.5 + padded 0.2
+    clean = self.read(manifest)
+    for name in ("a.wav", "sub/b.wav", "c.wav", "d.flac"):
+      # Aligned to the sample (the resampler's delay is removed); its filter
+      # only smears the first few samples of the abrupt start.
+      self.assertAllClose(clean[f"{name}#0"][16:], sine(0.5, 48000)[16:], atol=2e-3)
+      tail = clean[f"{name}#2"]
+      self.assertAllEqual(tail[int(0.2 * 48000) + 10:], np.zeros(24000 - 9610))
+    self.assertEqual(self.run_prepare(drop_last=True).num_examples, 8)
+
+  def test_resampled_sine_keeps_its_frequency(self):
+    self.add_pair("a.wav", 16000, "wav16", seconds=2.0)
+    manifest = self.run_prepare(segment_seconds=2.0, hop_seconds=2.0)
+    clean = self.read(manifest)["a.wav#0"]
+    spectrum = np.abs(np.fft.rfft(clean * np.hanning(len(clean))))
+    peak = np.argmax(spectrum) * 48000 / len(clean)
+    self.assertAllClose(peak, 440.0, rtol=0.01)
+
+  def test_overlapping_hops(self):
+    self.add_pair("a.wav", 48000, "wav16", seconds=1.0)
+    self.assertEqual(self.run_prepare(hop_seconds=0.25, drop_last=True).num_examples, 3)
+
+  def test_clipping_warns(self):
+    write_audio(os.path.join(self.noisy_dir, "a.wav"), np.clip(sine(1, 48000, amplitude=2),
+                                                                -1, 1), 48000, "wav16")
+    write_audio(os.path.join(self.clean_dir, "a.wav"), sine(1, 48000), 48000, "wav16")
+    with self.assertLogs("absl", "WARNING") as logs:
+      self.run_prepare()
+    self.assertIn("clipped", "".join(logs.output))
+
+  @parameterized.named_parameters(
+      ("missing_partner", "missing", r"b\.wav has no partner in --clean_dir"),
+      ("length_mismatch", "length", r"noisy has 57600 samples but clean has 48000"),
+      ("rate_mismatch", "rate", r"noisy is 48000 Hz but clean is 16000 Hz"),
+      ("corrupt_audio", "corrupt", r"c\.wav: cannot decode audio"),
+      ("empty_directory", "empty", r"holds no \.wav/\.flac files"))
+  def test_bad_input_is_named_and_leaves_no_manifest(self, case, error):
+    self.add_pair("a.wav", 48000, "wav16")
+    if case == "missing":
+      write_audio(os.path.join(self.noisy_dir, "b.wav"), sine(1, 48000), 48000, "wav16")
+    elif case == "length":
+      self.add_pair("b.wav", 48000, "wav16", clean_seconds=1.0)
+    elif case == "rate":
+      self.add_pair("b.wav", 48000, "wav16", clean_rate=16000, seconds=1.0)
+    elif case == "corrupt":
+      self.add_pair("c.wav", 48000, "wav16")
+      with open(os.path.join(self.noisy_dir, "c.wav"), "r+b") as f:
+        f.truncate(30)
+    elif case == "empty":
+      for name in os.listdir(self.clean_dir):
+        os.remove(os.path.join(self.clean_dir, name))
+    with self.assertRaisesRegex(ValueError, error):
+      self.run_prepare()
+    leftovers = os.listdir(self.output_dir) if os.path.exists(self.output_dir) else []
+    self.assertEmpty(leftovers)
+
+  def test_command_line_error_is_one_clear_line(self):
+    os.makedirs(self.noisy_dir)
+    os.makedirs(self.clean_dir)
+    result = subprocess.run(
+        [sys.executable, "-m", "input.prepare", f"--noisy_dir={self.noisy_dir}",
+         f"--clean_dir={self.clean_dir}", f"--output_dir={self.output_dir}"],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    self.assertEqual(result.returncode, 1)
+    self.assertIn("input.prepare: --noisy_dir=", result.stderr.strip().splitlines()[-1])
+    self.assertIn("holds no .wav/.flac files", result.stderr)
+
+
+if __name__ == "__main__":
+  tf.test.main()

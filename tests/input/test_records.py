@@ -1,0 +1,128 @@
+"""Tests for input.records: round trip, manifest, compression, cropping, damaged shards."""
+
+import json
+import os
+
+from absl.testing import parameterized
+import numpy as np
+import tensorflow as tf
+
+from input import records
+from tests.input import fixtures
+
+
+def read_all(manifest, **parse_args):
+  dataset = tf.data.TFRecordDataset(
+      manifest.paths, records.tfrecord_compression(manifest.compression)).batch(1000)
+  return records.parse_batch(next(iter(dataset)), segment_samples=manifest.segment_samples,
+                             **parse_args)
+
+
+class RecordsTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_round_trip_within_int16_quantisation(self):
+    rng = np.random.default_rng(0)
+    signals = rng.uniform(-1, 0.99, [5, 2, 300])
+    manifest = records.write_split(
+        ((records.to_int16(n)[0], records.to_int16(c)[0], f"id{i}")
+         for i, (n, c) in enumerate(signals)),
+        self.create_tempdir().full_path, "train", num_shards=1, sample_rate=16000,
+        segment_samples=300)
+    parsed = read_all(manifest)
+    self.assertAllClose(records.pcm_to_float(parsed["noisy"]), signals[:, 0], atol=1 / 32768)
+    self.assertAllClose(records.pcm_to_float(parsed["clean"]), signals[:, 1], atol=1 / 32768)
+    self.assertEqual([s.decode() for s in parsed["id"].numpy()], [f"id{i}" for i in range(5)])
+
+  def test_to_int16_counts_clipping(self):
+    pcm, clipped = records.to_int16(np.array([0.5, 1.2, -1.0, -1.5]))
+    self.assertEqual(pcm.tolist(), [16384, 32767, -32768, -32768])
+    self.assertEqual(clipped, 2)
+
+  def test_manifest_contents(self):
+    data_dir = self.create_tempdir().full_path
+    fixtures.indexed_split(data_dir, num_examples=10, num_shards=3, segment_samples=800)
+    with open(records.manifest_path(data_dir, "train")) as f:
+      fields = json.load(f)
+    self.assertEqual(fields["shards"], [f"train-0000{i}-of-00003.tfrecord" for i in range(3)])
+    self.assertEqual(fields["examples_per_shard"], [4, 3, 3])
+    self.assertEqual(fields["num_examples"], 10)
+    self.assertEqual((fields["sample_rate"], fields["segment_samples"]), (8000, 800))
+    self.assertEqual(fields["compression"], "none")
+    self.assertAllClose(fields["total_hours"], 10 * 0.1 / 3600)
+    manifest = records.read_manifest(data_dir, "train")
+    self.assertEqual(manifest.num_examples, 10)
+    self.assertEqual(sorted(os.listdir(data_dir)),
+                     sorted(fields["shards"] + ["train.manifest.json"]))
+
+  @parameterized.parameters("none", "zlib", "gzip")
+  def test_every_compression_reads_back(self, compression):
+    data_dir = self.create_tempdir().full_path
+    manifest = fixtures.indexed_split(data_dir, num_examples=6, num_shards=2,
+                                      compression=compression)
+    self.assertEqual(records.read_manifest(data_dir, "train").compression, compression)
+    self.assertCountEqual(fixtures.indices(records.pcm_to_float(read_all(manifest)["clean"])),
+                          range(6))
+
+  def test_unknown_compression_is_an_error(self):
+    with self.assertRaisesRegex(ValueError, "Unknown compression 'LZ4'"):
+      records.tfrecord_compression("LZ4")
+    with self.assertRaisesRegex(ValueError, "Unknown compression"):
+      records.ShardWriter(self.create_tempdir().full_path, "train", num_shards=1,
+                          sample_rate=8000, segment_samples=10, compression="lz4")
+
+  def test_crop_cuts_before_decoding(self):
+    data_dir = self.create_tempdir().full_path
+    manifest = fixtures.indexed_split(data_dir, num_examples=3, num_shards=1)
+    full = read_all(manifest)["noisy"].numpy()
+    cropped = read_all(manifest, crop_samples=10, crop_offsets=tf.constant([0, 5, 54]))
+    self.assertEqual(cropped["noisy"].shape, [3, 10])
+    for row, offset in enumerate([0, 5, 54]):
+      self.assertAllEqual(cropped["noisy"][row], full[row, offset:offset + 10])
+
+  def test_failed_write_leaves_nothing(self):
+    data_dir = self.create_tempdir().full_path
+
+    def examples():
+      yield np.zeros(10, np.int16), np.zeros(10, np.int16), "ok"
+      raise RuntimeError("decoder crashed")
+
+    with self.assertRaisesRegex(RuntimeError, "decoder crashed"):
+      records.write_split(examples(), data_dir, "train", num_shards=2, sample_rate=8000,
+                          segment_samples=10)
+    self.assertEmpty(os.listdir(data_dir))
+
+  def test_rewrite_with_fewer_shards_removes_stale_ones(self):
+    data_dir = self.create_tempdir().full_path
+    fixtures.indexed_split(data_dir, num_examples=8, num_shards=4)
+    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2)
+    self.assertEqual(sorted(os.listdir(data_dir)),
+                     sorted(list(manifest.shards) + ["train.manifest.json"]))
+
+  def test_missing_manifest_and_shard_are_named(self):
+    data_dir = self.create_tempdir().full_path
+    with self.assertRaisesRegex(FileNotFoundError, "input.synthetic"):
+      records.read_manifest(data_dir, "train")
+    manifest = fixtures.indexed_split(data_dir, num_examples=4, num_shards=2)
+    os.remove(manifest.paths[1])
+    with self.assertRaisesRegex(FileNotFoundError, "train-00001-of-00002"):
+      records.read_manifest(data_dir, "train")
+
+  def test_damaged_shards_are_named(self):
+    data_dir = self.create_tempdir().full_path
+    manifest = fixtures.indexed_split(data_dir, num_examples=12, num_shards=3,
+                                      segment_samples=200)
+    with open(manifest.paths[1], "r+b") as f:
+      f.truncate(os.path.getsize(manifest.paths[1]) - 100)
+    with open(manifest.paths[2], "r+b") as f:
+      f.seek(300)
+      byte = f.read(1)
+      f.seek(300)
+      f.write(bytes([byte[0] ^ 0xFF]))
+    problems = records.find_bad_shards(manifest)
+    self.assertLen(problems, 2)
+    self.assertIn("train-00001-of-00003", problems[0])
+    self.assertIn("train-00002-of-00003", problems[1])
+
+
+if __name__ == "__main__":
+  tf.test.main()
