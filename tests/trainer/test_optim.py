@@ -1,0 +1,77 @@
+"""Tests for trainer.optim: AdamW against float64 NumPy, schedules, checkpointing."""
+
+import numpy as np
+import tensorflow as tf
+
+from trainer import optim
+
+
+def numpy_adamw(p, grad_fn, steps, lr_fn, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+  m, v = np.zeros_like(p), np.zeros_like(p)
+  for t in range(1, steps + 1):
+    g, lr = grad_fn(p), lr_fn(t - 1)
+    p = p * (1 - lr * wd)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    p = p - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+  return p
+
+
+class AdamWTest(tf.test.TestCase):
+
+  def train_quadratic(self, dtype):
+    a = np.array([0.5, 2.0, 1.0, 3.0])
+    c = np.array([1.0, -2.0, 0.5, 0.25])
+    grad = lambda p: a * (p - c)
+    schedule = optim.warmup_cosine(0.05, warmup_steps=5, total_steps=50, final_fraction=0.1)
+    optimizer = optim.AdamW(schedule, weight_decay=0.1)
+    p = tf.Variable(np.zeros(4, dtype))
+    optimizer.build([p])
+    for step in range(50):
+      optimizer.apply_one(p, tf.constant(grad(p.numpy().astype(np.float64)), dtype),
+                          optimizer.m[0], optimizer.v[0], tf.constant(step, tf.int64),
+                          schedule(step))
+    want = numpy_adamw(np.zeros(4), grad, 50, lambda s: float(schedule(s)), wd=0.1)
+    self.assertGreater(np.abs(want).min(), 0.05)  # it really moved
+    return p.numpy(), want
+
+  def test_matches_float64_numpy_on_a_quadratic(self):
+    got, want = self.train_quadratic(np.float64)
+    self.assertAllClose(got, want, rtol=1e-6, atol=1e-6)
+
+  def test_float32_variables_stay_within_float32_rounding(self):
+    got, want = self.train_quadratic(np.float32)
+    self.assertAllClose(got, want, rtol=2e-5, atol=2e-5)
+
+  def test_warmup_cosine_shape(self):
+    schedule = optim.warmup_cosine(1.0, warmup_steps=10, total_steps=110, final_fraction=0.1)
+    values = [float(schedule(s)) for s in (0, 4, 9, 10, 60, 110, 500)]
+    self.assertAllClose(values, [0.1, 0.5, 1.0, 1.0, 0.55, 0.1, 0.1], atol=1e-6)
+    self.assertAllClose(optim.constant(0.3)(7), 0.3)
+    with self.assertRaisesRegex(ValueError, "warmup_steps < total_steps"):
+      optim.warmup_cosine(1.0, warmup_steps=10, total_steps=10)
+
+  def test_slots_and_iterations_are_checkpointed(self):
+    p = tf.Variable([1.0, 2.0])
+    optimizer = optim.AdamW(0.1)
+    optimizer.build([p])
+    optimizer.apply_one(p, tf.constant([1.0, 1.0]), optimizer.m[0], optimizer.v[0],
+                        tf.constant(0, tf.int64), 0.1)
+    optimizer.iterations.assign(7)
+    path = tf.train.Checkpoint(optimizer=optimizer).save(self.create_tempdir().full_path + "/c")
+    restored = optim.AdamW(0.1)
+    restored.build([tf.Variable([0.0, 0.0])])
+    tf.train.Checkpoint(optimizer=restored).restore(path).assert_existing_objects_matched()
+    self.assertEqual(int(restored.iterations.numpy()), 7)
+    self.assertAllClose(restored.m[0], optimizer.m[0])
+    self.assertAllClose(restored.v[0], optimizer.v[0])
+
+  def test_rebuilding_for_another_model_is_an_error(self):
+    optimizer = optim.AdamW(0.1)
+    optimizer.build([tf.Variable(1.0)])
+    with self.assertRaisesRegex(ValueError, "one optimizer per model"):
+      optimizer.build([tf.Variable(1.0), tf.Variable(2.0)])
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,238 @@
+"""Tests for trainer.step on 2 logical CPU replicas: equivalences, loss scaling, bf16, Keras, metrics."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ops import random
+from tests import strategies
+from trainer import loss_scale as loss_scale_lib
+from trainer import optim
+from trainer import step as step_lib
+
+TIME = 32
+
+
+class Tiny(tf.Module):
+  """A 3-tap FIR filter plus bias: the smallest model with a real gradient."""
+
+  def __init__(self):
+    super().__init__()
+    self.kernel = tf.Variable(np.array([0.1, 0.5, 0.2], np.float32).reshape(3, 1, 1))
+    self.bias = tf.Variable(0.05)
+
+  def __call__(self, x):
+    y = tf.nn.conv1d(x[..., None], tf.cast(self.kernel, x.dtype), 1, "SAME")[..., 0]
+    return y + tf.cast(self.bias, x.dtype)
+
+
+def l1(clean, prediction):
+  return tf.reduce_mean(tf.abs(clean - prediction), axis=-1)
+
+
+def data(num=64, seed=0):
+  rng = np.random.default_rng(seed)
+  clean = rng.normal(size=[num, TIME]).astype(np.float32)
+  return {"noisy": clean + 0.3 * rng.normal(size=[num, TIME]).astype(np.float32),
+          "clean": clean}
+
+
+def iterator(strategy, examples, per_replica_batch):
+  """Per-replica batches in stream order: replica r of step k gets batch k*R + r."""
+  fn = lambda _: tf.data.Dataset.from_tensor_slices(examples).repeat().batch(  # pylint: disable=g-long-lambda
+      per_replica_batch, drop_remainder=True)
+  return iter(strategy.distribute_datasets_from_function(fn))
+
+
+def build(strategy, model_fn=Tiny, learning_rate=0.01, **kwargs):
+  with strategy.scope():
+    model = model_fn()
+    optimizer = optim.AdamW(learning_rate, weight_decay=0.01)
+    loss_scale = kwargs.pop("loss_scale", None)
+    loss_scale = loss_scale() if callable(loss_scale) else loss_scale
+  kwargs.setdefault("global_batch_size", 8)
+  return model, step_lib.make_train_step(model, l1, optimizer, strategy,
+                                         loss_scale=loss_scale, **kwargs)
+
+
+def weights(model):
+  return [v.numpy() for v in step_lib.tf_variables(model)]
+
+
+class StepEquivalenceTest(tf.test.TestCase):
+
+  def test_two_replicas_equal_one_device_on_the_same_global_batches(self):
+    examples = data()
+    mirrored_model, mirrored = build(strategies.mirrored(), steps_per_loop=3)
+    single_model, single = build(strategies.one_device(), steps_per_loop=3)
+    a = mirrored(iterator(strategies.mirrored(), examples, 4))
+    b = single(iterator(strategies.one_device(), examples, 8))
+    for x, y in zip(weights(mirrored_model), weights(single_model)):
+      self.assertAllClose(x, y, rtol=1e-5, atol=1e-7)
+    self.assertAllClose(a["loss"], b["loss"], rtol=1e-5)
+    self.assertAllClose(a["grad_norm"], b["grad_norm"], rtol=1e-5)
+    self.assertNotAllClose(weights(mirrored_model)[0], Tiny().kernel.numpy())
+
+  def test_steps_per_loop_4_equals_4_calls_of_1(self):
+    strategy, examples = strategies.mirrored(), data()
+    looped_model, looped = build(strategy, steps_per_loop=4)
+    single_model, single = build(strategy, steps_per_loop=1)
+    looped(iterator(strategy, examples, 4))
+    it = iterator(strategy, examples, 4)
+    for _ in range(4):
+      single(it)
+    for x, y in zip(weights(looped_model), weights(single_model)):
+      self.assertAllClose(x, y, rtol=1e-6, atol=1e-7)
+    self.assertEqual(int(looped.global_step.numpy()), 4)
+
+  def test_jit_on_equals_jit_off(self):
+    strategy, examples = strategies.mirrored(), data()
+    jit_model, jit = build(strategy, steps_per_loop=3, jit_compile=True)
+    eager_model, no_jit = build(strategy, steps_per_loop=3, jit_compile=False)
+    jit(iterator(strategy, examples, 4))
+    no_jit(iterator(strategy, examples, 4))
+    for x, y in zip(weights(jit_model), weights(eager_model)):
+      self.assertAllClose(x, y, rtol=1e-5, atol=1e-5)
+
+  def test_num_steps_override_does_not_retrace(self):
+    strategy = strategies.mirrored()
+    _, train = build(strategy, steps_per_loop=2)
+    it = iterator(strategy, data(), 4)
+    train(it)
+    train(it, num_steps=3)
+    self.assertEqual(int(train.global_step.numpy()), 5)
+    self.assertEqual(train._loop.experimental_get_tracing_count(), 1)  # pylint: disable=protected-access
+
+
+class MetricsTest(tf.test.TestCase):
+
+  def test_per_replica_metrics_add_up(self):
+    strategy = strategies.mirrored()
+    _, train = build(strategy, steps_per_loop=5)
+    metrics = train(iterator(strategy, data(), 4))
+    self.assertAllEqual(metrics["replica_examples"], [20.0, 20.0])
+    self.assertAllClose(tf.reduce_sum(metrics["replica_loss_sum"]),
+                        metrics["loss"] * 8 * 5, rtol=1e-5)
+    self.assertAllEqual(metrics["replica_nonfinite"], [0.0, 0.0])
+    self.assertAllGreater(metrics["replica_grad_norm"], 0.0)
+    self.assertEqual(int(metrics["global_step"]), 5)
+    self.assertAllClose(metrics["learning_rate"], 0.01)
+
+  def test_augment_gets_a_seed_per_replica_and_step(self):
+    strategy = strategies.mirrored()
+    same = {k: np.repeat(v[:1], 64, axis=0) for k, v in data().items()}
+
+    def augment(noisy, clean, seed):
+      return noisy, clean + random.uniform(tf.shape(clean), seed, dtype=tf.float32)
+
+    results = []
+    for _ in range(2):
+      model, train = build(strategy, augment=augment, steps_per_loop=2)
+      results.append((train(iterator(strategy, same, 4)), weights(model)))
+    (first, first_weights), (second, second_weights) = results
+    losses = first["replica_loss_sum"].numpy()
+    self.assertNotAlmostEqual(losses[0], losses[1], places=3)  # replicas drew differently
+    self.assertAllEqual(losses, second["replica_loss_sum"])    # and reproducibly
+    self.assertAllEqual(first_weights[0], second_weights[0])
+
+
+class LossScaleStepTest(tf.test.TestCase):
+
+  def test_overflow_on_one_replica_skips_the_step_everywhere(self):
+    strategy = strategies.mirrored()
+    examples = data(8)
+    examples["noisy"][4:] = np.inf  # the second per-replica batch: replica 1 only
+    model, train = build(strategy, loss_scale=lambda: loss_scale_lib.LossScale(
+        initial=1024.0, growth_interval=100))
+    before = weights(model)
+    metrics = train(iterator(strategy, examples, 4))
+    self.assertAllEqual(metrics["replica_nonfinite"], [0.0, 1.0])
+    for variable in step_lib.tf_variables(model):
+      for local in strategy.experimental_local_results(variable):
+        self.assertTrue(np.isfinite(local.numpy()).all())
+    for x, y in zip(before, weights(model)):
+      self.assertAllEqual(x, y)
+    self.assertEqual(float(metrics["loss_scale"]), 512.0)
+    self.assertEqual(int(metrics["skipped_steps"]), 1)
+    self.assertEqual(int(train.optimizer.iterations.numpy()), 0)
+    self.assertEqual(int(train.global_step.numpy()), 1)
+
+  def test_dynamic_scale_grows_after_interval_and_fixed_never_moves(self):
+    strategy = strategies.mirrored()
+    _, dynamic = build(strategy, steps_per_loop=6, loss_scale=lambda: (
+        loss_scale_lib.LossScale(initial=8.0, growth_interval=3)))
+    self.assertEqual(float(dynamic(iterator(strategy, data(), 4))["loss_scale"]), 32.0)
+    _, fixed = build(strategy, steps_per_loop=6,
+                     loss_scale=lambda: loss_scale_lib.LossScale.fixed(128.0))
+    metrics = fixed(iterator(strategy, data(), 4))
+    self.assertEqual(float(metrics["loss_scale"]), 128.0)
+    self.assertEqual(int(metrics["skipped_steps"]), 0)
+
+  def test_scaled_and_unscaled_steps_agree(self):
+    strategy = strategies.mirrored()
+    scaled_model, scaled = build(strategy, steps_per_loop=3, loss_scale=lambda: (
+        loss_scale_lib.LossScale.fixed(2.0**12)))
+    plain_model, plain = build(strategy, steps_per_loop=3)
+    scaled(iterator(strategy, data(), 4))
+    plain(iterator(strategy, data(), 4))
+    for x, y in zip(weights(scaled_model), weights(plain_model)):
+      self.assertAllClose(x, y, rtol=1e-5, atol=1e-6)
+
+
+class PrecisionAndModelsTest(tf.test.TestCase):
+
+  def test_mixed_bfloat16_trains_with_float32_variables(self):
+    strategy = strategies.mirrored()
+    model, train = build(strategy, precision="mixed_bfloat16", steps_per_loop=10,
+                         learning_rate=0.02)
+    it = iterator(strategy, data(), 4)
+    first = float(train(it)["loss"])
+    for _ in range(3):
+      last = float(train(it)["loss"])
+    self.assertLess(last, 0.8 * first)
+    self.assertTrue(all(v.dtype == tf.float32 for v in step_lib.tf_variables(model)))
+
+  def test_keras3_model_trains_under_two_replicas(self):
+    strategy = strategies.mirrored()
+
+    def keras_model():
+      model = keras.Sequential([
+          keras.layers.Input((TIME,)), keras.layers.Reshape((TIME, 1)),
+          keras.layers.Conv1D(4, 5, padding="same", activation="tanh"),
+          keras.layers.Conv1D(1, 5, padding="same"), keras.layers.Reshape((TIME,))])
+      model(tf.zeros([1, TIME]))
+      return model
+
+    model, train = build(strategy, model_fn=keras_model, steps_per_loop=10)
+    it = iterator(strategy, data(), 4)
+    first = float(train(it)["loss"])
+    for _ in range(3):
+      last = float(train(it)["loss"])
+    self.assertLess(last, 0.8 * first)
+    kernel = step_lib.tf_variables(model)[0]
+    local = strategy.experimental_local_results(kernel)
+    self.assertLen(local, 2)
+    self.assertAllEqual(local[0], local[1])
+
+
+class BadUseTest(tf.test.TestCase):
+
+  def test_batch_not_divisible_by_replicas(self):
+    with self.assertRaisesRegex(ValueError, "not divisible by the 2 replicas"):
+      build(strategies.mirrored(), global_batch_size=7)
+
+  def test_unknown_precision(self):
+    with self.assertRaisesRegex(ValueError, "Unknown precision 'float8'"):
+      build(strategies.mirrored(), precision="float8")
+
+  def test_variables_created_outside_the_scope(self):
+    strategy = strategies.mirrored()
+    model = Tiny()
+    with strategy.scope():
+      optimizer = optim.AdamW(0.01)
+    with self.assertRaisesRegex(ValueError, "created outside this strategy's scope"):
+      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8)
+
+
+if __name__ == "__main__":
+  tf.test.main()

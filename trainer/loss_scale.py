@@ -1,0 +1,72 @@
+"""Loss scaling by hand: dynamic (grow after N finite steps, halve on overflow), fixed, or none."""
+
+import tensorflow as tf
+
+_LOCAL = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_WRITE,
+              aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
+class LossScale(tf.Module):
+  """A checkpointable loss scale; create it under the strategy's scope.
+
+  The step multiplies the loss by `scale`, divides the all-reduced gradients by
+  it, and calls `update(finite)` once per step in cross-replica context with
+  the decision every replica shares.
+  """
+
+  def __init__(self, *, initial: float = 2.0**15, dynamic: bool = True,
+               growth_interval: int = 2000, multiplier: float = 2.0,
+               minimum: float = 1.0, name: str = "loss_scale"):
+    super().__init__(name=name)
+    if initial < minimum or minimum <= 0 or multiplier <= 1 or growth_interval < 1:
+      raise ValueError("Loss scale needs initial >= minimum > 0, multiplier > 1 and "
+                       f"growth_interval >= 1; got initial={initial}, minimum={minimum}, "
+                       f"multiplier={multiplier}, growth_interval={growth_interval}.")
+    self.dynamic = dynamic
+    self.growth_interval = growth_interval
+    self.multiplier = multiplier
+    self.minimum = minimum
+    with self.name_scope:
+      self.scale = tf.Variable(float(initial), dtype=tf.float32, name="scale", **_LOCAL)
+      self.good_steps = tf.Variable(0, dtype=tf.int64, name="good_steps", **_LOCAL)
+      self.skipped_steps = tf.Variable(0, dtype=tf.int64, name="skipped_steps", **_LOCAL)
+
+  @classmethod
+  def fixed(cls, value: float) -> "LossScale":
+    return cls(initial=value, dynamic=False, minimum=min(1.0, value))
+
+  @classmethod
+  def none(cls) -> "LossScale":
+    return cls.fixed(1.0)
+
+  def update(self, finite: tf.Tensor):
+    """Counts the step; for a dynamic scale, halves on overflow or grows after a streak."""
+    skipped = tf.cast(tf.logical_not(finite), tf.int64)
+    self.skipped_steps.assign_add(skipped)
+    if not self.dynamic:
+      return
+    good = tf.where(finite, self.good_steps + 1, 0)
+    grow = good >= self.growth_interval
+    grown = self.scale * self.multiplier
+    scale = tf.where(finite, tf.where(grow & tf.math.is_finite(grown), grown, self.scale),
+                     tf.maximum(self.scale / self.multiplier, self.minimum))
+    self.scale.assign(scale)
+    self.good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
+
+
+def for_precision(kind: str, precision: str, *, initial: float = 2.0**15,
+                  growth_interval: int = 2000) -> LossScale:
+  """A LossScale from a configuration string: dynamic | fixed | none | auto.
+
+  `auto` is dynamic for mixed_float16 (whose gradients underflow without it)
+  and none otherwise.
+  """
+  if kind == "auto":
+    kind = "dynamic" if precision == "mixed_float16" else "none"
+  if kind == "dynamic":
+    return LossScale(initial=initial, growth_interval=growth_interval)
+  if kind == "fixed":
+    return LossScale.fixed(initial)
+  if kind == "none":
+    return LossScale.none()
+  raise ValueError(f"Unknown loss scale {kind!r}: use dynamic, fixed, none or auto.")
