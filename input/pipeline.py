@@ -20,7 +20,8 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
                           shuffle_buffer_mb: float = 256.0, seed: int = 0,
                           reverb: Optional[ops.RevEcho] = None,
                           cycle_length: int = 8, epochs: Optional[int] = None,
-                          ram_budget_mb: Optional[int] = None) -> DatasetFn:
+                          ram_budget_mb: Optional[int] = None, deterministic: bool = False,
+                          skip_steps: int = 0) -> DatasetFn:
   """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
 
   Args:
@@ -35,6 +36,12 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
     cycle_length: shards read in parallel by each input pipeline.
     epochs: passes over the data (default: forever).
     ram_budget_mb: tf.data autotune RAM budget (default: TF's, half of RAM).
+    deterministic: keep element order reproducible (slower); with `seed` and
+      `skip_steps`, a resumed run then sees exactly the batches an
+      uninterrupted one would.
+    skip_steps: training steps already taken (when resuming): each pipeline
+      skips the batches its replicas consumed, as serialized records before
+      parsing, and the crop/reverb draws continue where they stopped.
 
   Returns:
     `dataset_fn(input_context)` for `distribute` /
@@ -55,14 +62,20 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
       dataset = dataset.interleave(
           lambda path: tf.data.TFRecordDataset(path, compression),
           cycle_length=min(cycle_length, len(files)), block_length=1,
-          num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+          num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     else:
       dataset = tf.data.TFRecordDataset(manifest.paths, compression)
       dataset = dataset.shard(context.num_input_pipelines, pipeline).repeat(epochs)
     # More than one epoch's share in the buffer only repeats examples in it.
     share = _examples_for_pipeline(manifest, context, pipeline)
     dataset = dataset.shuffle(max(1, min(buffer_examples, share)), seed=seed + pipeline)
-    dataset = dataset.batch(batch, drop_remainder=True).enumerate()
+    skip_batches = skip_steps * max(
+        1, context.num_replicas_in_sync // context.num_input_pipelines)
+    if skip_batches:
+      logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
+                   skip_batches)
+      dataset = dataset.skip(skip_batches * batch)
+    dataset = dataset.batch(batch, drop_remainder=True).enumerate(start=skip_batches)
     pipeline_seed = random.fold_in([seed, 0], pipeline)
 
     def parse(index, serialized):
@@ -79,9 +92,10 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
         noisy, clean = reverb(noisy, clean, random.fold_in(batch_seed, 1))
       return {"noisy": noisy, "clean": clean}
 
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=deterministic)
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(
-        _options(deterministic=False, ram_budget_mb=ram_budget_mb))
+        _options(deterministic=deterministic, ram_budget_mb=ram_budget_mb))
 
   return dataset_fn
 

@@ -41,6 +41,7 @@ class Manifest:
   sample_rate: int
   segment_samples: int
   compression: str
+  shard_bytes: Tuple[int, ...]
 
   @property
   def num_examples(self) -> int:
@@ -65,7 +66,7 @@ class Manifest:
     fields.update(version=MANIFEST_VERSION, num_examples=self.num_examples,
                   total_hours=round(self.total_hours, 6),
                   examples_per_shard=list(self.examples_per_shard),
-                  shards=list(self.shards))
+                  shards=list(self.shards), shard_bytes=list(self.shard_bytes))
     return json.dumps(fields, indent=2) + "\n"
 
 
@@ -84,17 +85,27 @@ def read_manifest(data_dir: str, split: str) -> Manifest:
         examples_per_shard=tuple(int(n) for n in fields["examples_per_shard"]),
         sample_rate=int(fields["sample_rate"]),
         segment_samples=int(fields["segment_samples"]),
-        compression=fields["compression"])
+        compression=fields["compression"],
+        shard_bytes=tuple(int(n) for n in fields["shard_bytes"]))
   except (ValueError, KeyError, TypeError) as e:
     raise ValueError(f"Manifest {path} is not valid ({e!r}); re-create the split.") from e
   tfrecord_compression(manifest.compression)
-  if len(manifest.shards) != len(manifest.examples_per_shard) or not manifest.shards:
-    raise ValueError(f"Manifest {path} lists {len(manifest.shards)} shards and "
-                     f"{len(manifest.examples_per_shard)} counts; re-create the split.")
+  if (not manifest.shards or len(manifest.shards) != len(manifest.examples_per_shard)
+      or len(manifest.shards) != len(manifest.shard_bytes)):
+    raise ValueError(f"Manifest {path} lists {len(manifest.shards)} shards, "
+                     f"{len(manifest.examples_per_shard)} counts and "
+                     f"{len(manifest.shard_bytes)} sizes; re-create the split.")
   missing = [p for p in manifest.paths if not tf.io.gfile.exists(p)]
   if missing:
     raise FileNotFoundError(f"Manifest {path} names shards that do not exist: "
                             f"{missing[:3]}{' ...' if len(missing) > 3 else ''}")
+  # TFRecordDataset can read a truncated shard as a shorter one without an
+  # error, so sizes (one stat per shard) are checked before anything trains.
+  for shard, expected in zip(manifest.paths, manifest.shard_bytes):
+    size = tf.io.gfile.stat(shard).length
+    if size != expected:
+      raise ValueError(f"Shard {shard} is {size} bytes but the manifest says {expected}: "
+                       "it was truncated or rewritten. Re-create the split.")
   return manifest
 
 
@@ -184,7 +195,9 @@ class ShardWriter:
                         examples_per_shard=tuple(self._counts),
                         sample_rate=self._sample_rate,
                         segment_samples=self._segment_samples,
-                        compression=self._compression)
+                        compression=self._compression,
+                        shard_bytes=tuple(tf.io.gfile.stat(os.path.join(self._dir, n)).length
+                                          for n in self._names))
     path = manifest_path(self._dir, self._split)
     with tf.io.gfile.GFile(path + ".tmp", "w") as f:
       f.write(manifest.to_json())

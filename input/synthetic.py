@@ -2,7 +2,8 @@
 
 Clean "speech" is a sequence of syllables: voiced ones (a gliding pitch with
 harmonics shaped by three moving formants), unvoiced bursts (high-passed
-noise) and pauses. Noise is a mix of coloured noise, mains hum and babble of
+noise) and pauses, over a faint room tone (-80 to -65 dBFS, as real
+recordings have; digital silence would make log-spectral losses blow up). Noise is a mix of coloured noise, mains hum and babble of
 other synthetic voices, added at an SNR drawn from [-5, 20] dB, with speech
 levels like real recordings. Every example comes from its own generator keyed
 by (seed, index), so a corpus is the same whatever the order of generation.
@@ -23,6 +24,7 @@ from input import records
 
 SNR_DB = (-5.0, 20.0)
 SPEECH_LEVEL_DBFS = (-32.0, -20.0)
+ROOM_TONE_DBFS = (-80.0, -65.0)  # real "clean" recordings are never digital silence
 
 
 def voice(rng: np.random.Generator, num_samples: int, sample_rate: int,
@@ -118,6 +120,9 @@ def example(seed: int, index: int, num_samples: int, sample_rate: int
   active = np.abs(clean) > 1e-3 * np.abs(clean).max()
   speech_rms = np.sqrt(np.mean(np.square(clean[active]))) if active.any() else 1.0
   clean *= 10 ** (rng.uniform(*SPEECH_LEVEL_DBFS) / 20) / speech_rms
+  clean += _unit_rms(_shape_spectrum(rng.normal(size=num_samples), sample_rate,
+                                     lambda f: 1 / np.maximum(f, 50.0) ** 0.5)) * (
+                                         10 ** (rng.uniform(*ROOM_TONE_DBFS) / 20))
   snr_db = rng.uniform(*SNR_DB)
   mixed_noise = noise(rng, num_samples, sample_rate) * (
       np.sqrt(np.mean(np.square(clean))) / 10 ** (snr_db / 20))

@@ -38,6 +38,17 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
       counts.update(seen(fn(context(pipelines, i))))
     self.assertEqual(counts, collections.Counter(range(32)))
 
+  def test_skip_batches_resumes_the_exact_stream(self):
+    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=24,
+                                      num_shards=3, segment_samples=400)
+    make = lambda skip: pipeline.make_train_dataset_fn(  # pylint: disable=g-long-lambda
+        manifest, global_batch_size=4, crop_seconds=0.01, deterministic=True, seed=3,
+        skip_steps=skip)(context(1, 0))
+    whole = [b["noisy"].numpy() for b in make(0).take(10)]
+    resumed = [b["noisy"].numpy() for b in make(4).take(6)]
+    for a, b in zip(whole[4:], resumed):
+      self.assertAllEqual(a, b)
+
   def test_fewer_files_than_pipelines_warns(self):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=8,
                                       num_shards=1)

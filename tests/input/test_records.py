@@ -107,6 +107,16 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(FileNotFoundError, "train-00001-of-00002"):
       records.read_manifest(data_dir, "train")
 
+  def test_truncated_shard_is_caught_by_its_size(self):
+    data_dir = self.create_tempdir().full_path
+    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2,
+                                      segment_samples=200)
+    with open(manifest.paths[1], "r+b") as f:
+      f.truncate(os.path.getsize(manifest.paths[1]) // 2)
+    with self.assertRaisesRegex(ValueError, r"train-00001-of-00002.tfrecord is \d+ bytes but "
+                                "the manifest says"):
+      records.read_manifest(data_dir, "train")
+
   def test_damaged_shards_are_named(self):
     data_dir = self.create_tempdir().full_path
     manifest = fixtures.indexed_split(data_dir, num_examples=12, num_shards=3,

@@ -1,0 +1,76 @@
+"""Tests for trainer.export and trainer.denoise: SavedModel round trip, chunked enhancement, files."""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from input import audio
+from trainer import denoise
+from trainer import export
+
+DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
+                              max_hidden=10000, causal=False, attention_heads=2,
+                              attention_layers=1), sample_rate=8000, seed=3)
+
+
+class ExportTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.model_dir = self.create_tempdir().full_path
+    with open(os.path.join(self.model_dir, export.CONFIG_FILE), "w") as f:
+      json.dump(DESCRIPTION, f)
+    self.model = export.build_model(DESCRIPTION)
+    for variable in self.model.trainable_variables:  # not the init: a "trained" model
+      variable.assign(variable * 1.5)
+    tf.train.Checkpoint(model=self.model).save(os.path.join(self.model_dir, "checkpoints",
+                                                            "ckpt"))
+    self.saved = export.export(self.model_dir, os.path.join(self.model_dir, "exported"))
+
+  def test_saved_model_matches_the_model(self):
+    loaded = tf.saved_model.load(self.saved)
+    x = tf.random.normal([2, 1234])
+    self.assertAllClose(loaded.denoise(x), self.model(x), rtol=1e-5, atol=1e-6)
+    self.assertEqual(int(loaded.sample_rate.numpy()), 8000)
+    signature = tf.saved_model.load(self.saved).signatures["denoise"]
+    self.assertAllClose(signature(waveform=x)["output_0"], self.model(x), atol=1e-6)
+
+  def test_denoise_file_keeps_length_and_rate(self):
+    rate, seconds = 16000, 2.3
+    t = np.arange(int(rate * seconds)) / rate
+    noisy = (0.3 * np.sin(2 * np.pi * 440 * t)
+             + 0.05 * np.random.default_rng(0).normal(size=t.size)).astype(np.float32)
+    input_path = os.path.join(self.model_dir, "noisy.wav")
+    tf.io.write_file(input_path, tf.audio.encode_wav(noisy[:, None], rate))
+    output_path = os.path.join(self.model_dir, "enhanced.wav")
+    samples = denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
+                                   overlap_seconds=0.25)
+    enhanced, enhanced_rate = audio.load(output_path)
+    self.assertEqual((samples, len(enhanced), enhanced_rate), (len(noisy), len(noisy), rate))
+    self.assertGreater(np.abs(enhanced).max(), 0.01)
+    self.assertFalse(os.path.exists(output_path + ".tmp"))
+
+  def test_missing_checkpoint_is_explained(self):
+    empty = self.create_tempdir().full_path
+    with self.assertRaisesRegex(FileNotFoundError, "config.json is missing"):
+      export.export(empty, os.path.join(empty, "out"))
+
+
+class EnhanceTest(tf.test.TestCase):
+
+  def test_chunks_cross_fade_back_to_the_whole(self):
+    signal = np.random.default_rng(1).normal(size=10007).astype(np.float32)
+    halve = lambda x: 0.5 * x.numpy()
+    for chunk, overlap in ((1000, 0), (1000, 250), (4096, 1000), (20000, 100)):
+      out = denoise.enhance(halve, signal, chunk=chunk, overlap=overlap, batch_size=3)
+      self.assertAllClose(out, 0.5 * signal, atol=1e-6)
+
+  def test_bad_overlap(self):
+    with self.assertRaisesRegex(ValueError, "overlap"):
+      denoise.enhance(lambda x: x, np.zeros(10), chunk=100, overlap=100)
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,186 @@
+"""End-to-end tests of `python -m trainer.main` in subprocesses: outputs, resume, learning, signals, errors."""
+
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from input import records
+from input import synthetic
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = [
+    "--flagfile=flags/cpu.flags", "--cpu_replicas=2", "--sample_rate=8000",
+    "--synthetic_examples=32", "--synthetic_eval_examples=6", "--synthetic_seconds=0.5",
+    "--crop_seconds=0.5", "--hidden=8", "--depth=2", "--attention_heads=2",
+    "--global_batch_size=8", "--steps_per_loop=5", "--log_every=5", "--checkpoint_every=10",
+    "--eval_every=10", "--eval_clips=2", "--schedule=constant", "--deterministic_input"]
+
+
+def command(*flags):
+  return [sys.executable, "-m", "trainer.main", *flags]
+
+
+def run_main(*flags, timeout=600):
+  return subprocess.run(command(*flags), cwd=REPO, capture_output=True, text=True,
+                        timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def model_weights(model_dir):
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints"))
+  names = sorted(n for n in reader.get_variable_to_shape_map()
+                 if n.startswith("model/") and "OPTIMIZER" not in n)
+  return {n: reader.get_tensor(n) for n in names}
+
+
+def summary_tags(directory):
+  tags = set()
+  for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      tags.update(v.tag for v in event.summary.value)
+  return tags
+
+
+@pytest.mark.slow
+class TrainEndToEndTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    common = TINY + [f"--synthetic_dir={cls.root}/synthetic"]
+    cls.straight = run_main(*common, f"--model_dir={cls.root}/straight", "--train_steps=20")
+    cls.first_half = run_main(*common, f"--model_dir={cls.root}/resumed", "--train_steps=10")
+    cls.second_half = run_main(*common, f"--model_dir={cls.root}/resumed", "--train_steps=20")
+
+  def test_runs_complete(self):
+    for result in (self.straight, self.first_half, self.second_half):
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+      self.assertIn("trainer.main: completed. Checkpoints:", result.stdout)
+
+  def test_writes_checkpoints_summaries_and_eval(self):
+    model_dir = os.path.join(self.root, "straight")
+    self.assertEqual(tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")),
+                     os.path.join(model_dir, "checkpoints", "ckpt-20"))
+    self.assertTrue(os.path.exists(os.path.join(model_dir, "checkpoints", "ckpt-10.index")))
+    self.assertContainsSubset(
+        {"loss", "grad_norm", "learning_rate", "loss_scale", "skipped_steps",
+         "examples_per_second", "audio_seconds_per_second", "replica_0/loss",
+         "replica_1/loss", "replica_1/grad_norm"},
+        summary_tags(os.path.join(model_dir, "train")))
+    self.assertContainsSubset(
+        {"eval/loss", "eval/si_sdr", "eval/si_sdr_improvement", "clip_0/noisy",
+         "clip_1/enhanced", "clip_0/clean_spectrogram"},
+        summary_tags(os.path.join(model_dir, "eval")))
+    self.assertIn("eval at step 20", self.straight.stderr)
+    self.assertRegex(self.straight.stderr, r"train: 20/20 steps \(100%\), .* examples/s")
+
+  def test_resume_continues_at_the_saved_step_and_matches(self):
+    self.assertIn("Restored", self.second_half.stderr)
+    self.assertIn("skipping 20 consumed batches", self.second_half.stderr)  # 10 steps x 2
+    straight = model_weights(os.path.join(self.root, "straight"))
+    resumed = model_weights(os.path.join(self.root, "resumed"))
+    self.assertNotEmpty(straight)
+    self.assertEqual(straight.keys(), resumed.keys())
+    for name in straight:
+      self.assertAllClose(straight[name], resumed[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.slow
+class LearningTest(tf.test.TestCase):
+
+  def test_short_cpu_run_improves_si_sdr(self):
+    root = tempfile.mkdtemp()
+    result = run_main("--flagfile=flags/cpu.flags", f"--model_dir={root}/run",
+                      f"--synthetic_dir={root}/synthetic", "--train_steps=200",
+                      "--eval_every=0")
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    improvement = float(re.findall(r"improvement (-?[\d.]+) dB", result.stderr)[-1])
+    self.assertGreater(improvement, 1.0)
+
+
+@pytest.mark.slow
+class SignalTest(tf.test.TestCase):
+
+  def test_sigterm_saves_and_the_run_resumes(self):
+    root = tempfile.mkdtemp()
+    flags = TINY + [f"--synthetic_dir={root}/synthetic", f"--model_dir={root}/run",
+                    "--checkpoint_every=100000", "--eval_every=0", "--eval_split="]
+    process = subprocess.Popen(command(*flags, "--train_steps=100000"), cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    try:
+      deadline = time.time() + 300
+      for line in process.stderr:
+        if re.search(r"\] train: \d+/\d+ steps", line) or time.time() > deadline:
+          break
+      process.send_signal(signal.SIGTERM)
+      stdout, _ = process.communicate(timeout=120)
+    finally:
+      process.kill()
+    self.assertEqual(process.returncode, 0)
+    self.assertIn("trainer.main: SIGTERM", stdout)
+    saved = tf.train.latest_checkpoint(os.path.join(root, "run", "checkpoints"))
+    step = int(saved.rsplit("-", 1)[1])
+    self.assertBetween(step, 5, 99999)
+    resumed = run_main(*flags, f"--train_steps={step + 5}")
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertIn(f"train: {step + 5}/{step + 5} steps", resumed.stderr)
+
+
+@pytest.mark.slow
+class ErrorTest(tf.test.TestCase):
+
+  def assert_one_line_error(self, result, pattern):
+    self.assertNotEqual(result.returncode, 0)
+    last = result.stderr.strip().splitlines()[-1]
+    self.assertRegex(last, pattern)
+
+  def test_missing_and_empty_data_dir(self):
+    self.assert_one_line_error(run_main("--data_dir=/nonexistent/shards"),
+                               r"^trainer.main: --data_dir=/nonexistent/shards does not exist")
+    empty = tempfile.mkdtemp()
+    self.assert_one_line_error(run_main(f"--data_dir={empty}", f"--model_dir={empty}/run"),
+                               r"^trainer.main: No manifest at .*train.manifest.json")
+
+  def test_bad_flags(self):
+    self.assert_one_line_error(run_main(*TINY, "--global_batch_size=7"),
+                               r"not divisible by the 2 replicas")
+    self.assert_one_line_error(run_main("--num_gpus=2", "--strategy=mirrored"),
+                               r"--num_gpus=2 but 0 GPU\(s\) were found")
+    self.assert_one_line_error(run_main("--nosynthetic"), r"No data: pass --data_dir")
+
+  def test_corrupt_shard_is_named(self):
+    root = tempfile.mkdtemp()
+    manifest = synthetic.write_corpus(f"{root}/data", num_examples=16, seconds=0.5,
+                                      sample_rate=8000, num_shards=4)
+    with open(manifest.paths[2], "r+b") as f:  # flip a byte inside a record
+      f.seek(os.path.getsize(manifest.paths[2]) // 2)
+      byte = f.read(1)
+      f.seek(-1, os.SEEK_CUR)
+      f.write(bytes([byte[0] ^ 0xFF]))
+    result = run_main(*TINY, f"--data_dir={root}/data", f"--model_dir={root}/run",
+                      "--train_steps=50")
+    self.assert_one_line_error(result, r"damaged shard\(s\): .*train-00002-of-00004")
+    self.assertEqual(records.find_bad_shards(manifest)[0].split(":")[0], manifest.paths[2])
+
+  def test_truncated_shard_stops_before_training(self):
+    root = tempfile.mkdtemp()
+    manifest = synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5,
+                                      sample_rate=8000, num_shards=2)
+    with open(manifest.paths[1], "r+b") as f:
+      f.truncate(os.path.getsize(manifest.paths[1]) // 2)
+    result = run_main(*TINY, f"--data_dir={root}/data", f"--model_dir={root}/run")
+    self.assert_one_line_error(result, r"Shard .*train-00001-of-00002.tfrecord is \d+ bytes")
+
+
+if __name__ == "__main__":
+  tf.test.main()

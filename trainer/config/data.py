@@ -1,0 +1,95 @@
+"""Data flags: where the shards are (or the synthetic corpus), cropping, shuffling, reverb placement."""
+
+import dataclasses
+import os
+from typing import Optional
+
+from absl import flags
+
+flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and shards "
+                    "(python -m input.prepare). Unset: use the synthetic corpus.")
+flags.DEFINE_bool("synthetic", True, "Without --data_dir, train on the synthetic corpus "
+                  "(generated on first use in --synthetic_dir).")
+flags.DEFINE_string("synthetic_dir", None, "Where the synthetic corpus lives "
+                    "(default: <model_dir>/../synthetic-<rate>Hz-<seconds>s).")
+flags.DEFINE_integer("synthetic_examples", 256, "Synthetic training examples.")
+flags.DEFINE_integer("synthetic_eval_examples", 16, "Synthetic eval examples.")
+flags.DEFINE_float("synthetic_seconds", 1.0, "Length of each synthetic example.")
+flags.DEFINE_integer("sample_rate", 16000, "Sample rate of the synthetic corpus "
+                     "(real data: taken from its manifest).")
+flags.DEFINE_string("train_split", "train", "Split name for training.")
+flags.DEFINE_string("eval_split", "eval", "Split name for evaluation ('' to skip eval).")
+flags.DEFINE_float("crop_seconds", None, "Random crop per training example "
+                   "(default: the whole segment).")
+flags.DEFINE_float("shuffle_buffer_mb", 256, "Shuffle buffer memory per input pipeline, "
+                   "in MB of int16 records.")
+flags.DEFINE_integer("cycle_length", 8, "Shards read in parallel per input pipeline.")
+flags.DEFINE_integer("per_replica_buffer", 2, "Batches prefetched onto each device.")
+flags.DEFINE_integer("ram_budget_mb", None, "tf.data autotune RAM budget.")
+flags.DEFINE_bool("deterministic_input", False, "Deterministic element order (slower; "
+                  "makes resumed runs match uninterrupted ones exactly).")
+flags.DEFINE_enum("reverb", "device", ["device", "host", "off"],
+                  "Where RevEcho reverb augmentation runs: in the compiled step on the "
+                  "accelerator, in the tf.data pipeline on the host, or not at all.")
+flags.DEFINE_float("reverb_proba", 0.5, "Probability that an example is reverberated.")
+flags.DEFINE_float("reverb_keep_clean", 0.1, "Share of the clean reverb kept in the target.")
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+  data_dir: Optional[str]
+  synthetic_dir: Optional[str]
+  synthetic_examples: int
+  synthetic_eval_examples: int
+  synthetic_seconds: float
+  sample_rate: int
+  train_split: str
+  eval_split: str
+  crop_seconds: Optional[float]
+  shuffle_buffer_mb: float
+  cycle_length: int
+  per_replica_buffer: int
+  ram_budget_mb: Optional[int]
+  deterministic_input: bool
+  reverb: str
+  reverb_proba: float
+  reverb_keep_clean: float
+
+
+def from_flags(model_dir: str) -> DataConfig:
+  """Validated data configuration; raises ValueError naming the flag to fix."""
+  data_dir = FLAGS.data_dir
+  if data_dir is not None and not os.path.isdir(data_dir):
+    raise ValueError(f"--data_dir={data_dir} does not exist. Prepare data with "
+                     "python -m input.prepare, or drop --data_dir to use the synthetic corpus.")
+  if data_dir is None and not FLAGS.synthetic:
+    raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
+                     "on the generated corpus.")
+  if FLAGS.crop_seconds is not None and FLAGS.crop_seconds <= 0:
+    raise ValueError(f"--crop_seconds must be positive, got {FLAGS.crop_seconds}.")
+  for name in ("synthetic_examples", "synthetic_eval_examples", "cycle_length",
+               "per_replica_buffer", "sample_rate"):
+    if getattr(FLAGS, name) < 1:
+      raise ValueError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}.")
+  for name in ("reverb_proba", "reverb_keep_clean"):
+    if not 0 <= getattr(FLAGS, name) <= 1:
+      raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
+  synthetic_dir = None
+  if data_dir is None:
+    synthetic_dir = FLAGS.synthetic_dir or os.path.join(
+        os.path.dirname(os.path.abspath(model_dir)),
+        f"synthetic-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
+        f"{FLAGS.synthetic_examples}")
+  return DataConfig(
+      data_dir=data_dir, synthetic_dir=synthetic_dir,
+      synthetic_examples=FLAGS.synthetic_examples,
+      synthetic_eval_examples=FLAGS.synthetic_eval_examples,
+      synthetic_seconds=FLAGS.synthetic_seconds, sample_rate=FLAGS.sample_rate,
+      train_split=FLAGS.train_split, eval_split=FLAGS.eval_split,
+      crop_seconds=FLAGS.crop_seconds, shuffle_buffer_mb=FLAGS.shuffle_buffer_mb,
+      cycle_length=FLAGS.cycle_length, per_replica_buffer=FLAGS.per_replica_buffer,
+      ram_budget_mb=FLAGS.ram_budget_mb, deterministic_input=FLAGS.deterministic_input,
+      reverb=FLAGS.reverb, reverb_proba=FLAGS.reverb_proba,
+      reverb_keep_clean=FLAGS.reverb_keep_clean)

@@ -1,0 +1,61 @@
+"""Run flags: model_dir, strategy and devices, batch, steps and the outer loop's intervals."""
+
+import dataclasses
+
+from absl import flags
+
+flags.DEFINE_string("model_dir", "runs/default", "Checkpoints, TensorBoard logs and config.")
+flags.DEFINE_enum("mode", "train", ["train", "eval"],
+                  "train (resumes from model_dir), or eval of the latest checkpoint.")
+flags.DEFINE_enum("strategy", "default",
+                  ["default", "mirrored", "one_device", "multi_worker_mirrored"],
+                  "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
+flags.DEFINE_integer("num_gpus", None, "GPUs to use with mirrored (default: all found).")
+flags.DEFINE_integer("cpu_replicas", 1, "Split the CPU into this many logical devices and "
+                     "mirror over them: try multi-replica runs without GPUs.")
+flags.DEFINE_integer("global_batch_size", 16, "Examples per step across all replicas.")
+flags.DEFINE_integer("train_steps", 300, "Total training steps.")
+flags.DEFINE_integer("steps_per_loop", 10, "Steps per tf.function call (host round trip).")
+flags.DEFINE_integer("log_every", 50, "Steps between progress lines.")
+flags.DEFINE_integer("checkpoint_every", 100, "Steps between checkpoints.")
+flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints to keep.")
+flags.DEFINE_integer("eval_every", 150, "Steps between evaluations (0: only at the end).")
+flags.DEFINE_integer("eval_clips", 3, "Audio clips and spectrograms written per evaluation.")
+flags.DEFINE_integer("max_skipped_steps", 50, "Stop after this many non-finite steps in a row.")
+flags.DEFINE_integer("seed", 0, "Seed of model init, input order and augmentation draws.")
+flags.DEFINE_bool("jit_compile", True, "XLA-compile each replica's step.")
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+  model_dir: str
+  mode: str
+  strategy: str
+  num_gpus: int
+  cpu_replicas: int
+  global_batch_size: int
+  train_steps: int
+  steps_per_loop: int
+  log_every: int
+  checkpoint_every: int
+  keep_checkpoints: int
+  eval_every: int
+  eval_clips: int
+  max_skipped_steps: int
+  seed: int
+  jit_compile: bool
+
+
+def from_flags() -> RunConfig:
+  config = RunConfig(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(RunConfig)})
+  for name in ("global_batch_size", "train_steps", "steps_per_loop", "log_every",
+               "checkpoint_every", "keep_checkpoints", "cpu_replicas", "max_skipped_steps"):
+    if getattr(config, name) < 1:
+      raise ValueError(f"--{name} must be >= 1, got {getattr(config, name)}.")
+  if config.eval_every < 0 or config.eval_clips < 0:
+    raise ValueError("--eval_every and --eval_clips must be >= 0.")
+  if config.num_gpus is not None and config.num_gpus < 0:
+    raise ValueError(f"--num_gpus must be >= 0, got {config.num_gpus}.")
+  return config

@@ -1,0 +1,85 @@
+"""Denoises an audio file of any length and sample rate with an exported SavedModel.
+
+Run: python -m trainer.denoise --saved_model=exported/cpu --input=noisy.wav --output=enhanced.wav
+
+The file is decoded and resampled to the model's rate with tensorflow-io,
+enhanced in overlapping chunks (memory stays bounded whatever the length),
+cross-faded back together, resampled to the file's rate and written as 16-bit
+WAV of the same length.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from input import audio
+
+
+def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
+            batch_size: int = 4) -> np.ndarray:
+  """Runs `denoise_fn([batch, chunk]) -> [batch, chunk]` over `signal` in cross-faded chunks."""
+  if not 0 <= overlap < chunk:
+    raise ValueError(f"Need 0 <= overlap ({overlap}) < chunk ({chunk}) samples.")
+  hop = chunk - overlap
+  starts = list(range(0, max(len(signal) - overlap, 1), hop))
+  ramp = np.minimum(1.0, np.minimum(np.arange(1, chunk + 1), np.arange(chunk, 0, -1))
+                    / (overlap + 1))
+  out, weight = np.zeros(len(signal)), np.zeros(len(signal))
+  for first in range(0, len(starts), batch_size):
+    group = starts[first:first + batch_size]
+    pieces = np.zeros([len(group), chunk], np.float32)
+    for row, start in enumerate(group):
+      piece = signal[start:start + chunk]
+      pieces[row, :len(piece)] = piece
+    enhanced = np.asarray(denoise_fn(tf.constant(pieces)))
+    for row, start in enumerate(group):
+      length = min(chunk, len(signal) - start)
+      out[start:start + length] += enhanced[row, :length] * ramp[:length]
+      weight[start:start + length] += ramp[:length]
+  return (out / np.maximum(weight, 1e-8)).astype(np.float32)
+
+
+def denoise_file(saved_model: str, input_path: str, output_path: str, *,
+                 chunk_seconds: float = 10.0, overlap_seconds: float = 0.5) -> int:
+  """Writes the enhanced `input_path` to `output_path`; returns its number of samples."""
+  module = tf.saved_model.load(saved_model)
+  model_rate = int(module.sample_rate.numpy())
+  signal, rate = audio.load(input_path)
+  at_model_rate = audio.resample(signal, rate, model_rate, name=input_path)
+  enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
+                     overlap=int(overlap_seconds * model_rate))
+  enhanced = audio.resample(enhanced, model_rate, rate, name=input_path)
+  enhanced = np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
+  wav = tf.audio.encode_wav(np.clip(enhanced, -1.0, 32767 / 32768)[:, None], rate)
+  tmp = output_path + ".tmp"
+  tf.io.write_file(tmp, wav)
+  os.replace(tmp, output_path)
+  return len(enhanced)
+
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  del argv
+  try:
+    samples = denoise_file(FLAGS.saved_model, FLAGS.input, FLAGS.output,
+                           chunk_seconds=FLAGS.chunk_seconds,
+                           overlap_seconds=FLAGS.overlap_seconds)
+  except (ValueError, OSError) as e:
+    sys.exit(f"trainer.denoise: {e}")
+  print(f"Wrote {FLAGS.output} ({samples} samples)")
+
+
+if __name__ == "__main__":
+  flags.DEFINE_string("saved_model", None, "A directory written by trainer.export.")
+  flags.DEFINE_string("input", None, "Noisy audio file (WAV or FLAC, any rate).")
+  flags.DEFINE_string("output", None, "Enhanced 16-bit WAV to write.")
+  flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
+  flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
+  flags.mark_flags_as_required(["saved_model", "input", "output"])
+  app.run(main)

@@ -1,0 +1,79 @@
+"""Distributed evaluation: exact weighted loss, SI-SDR and its improvement, plus clips for TensorBoard."""
+
+from typing import Callable, Dict
+
+import numpy as np
+import tensorflow as tf
+
+from trainer import losses
+from trainer import metrics
+
+
+class Evaluator:
+  """One pass over a distributed eval dataset (`{noisy, clean, weight}` batches)."""
+
+  def __init__(self, strategy: tf.distribute.Strategy, model, loss_fn: Callable,
+               dataset: tf.distribute.DistributedDataset, *, precision_dtype=tf.float32):
+    self._strategy, self._model, self._loss_fn = strategy, model, loss_fn
+    self._dataset, self._dtype = dataset, precision_dtype
+    self._step = tf.function(self._distributed_step)
+
+  def _replica_step(self, batch):
+    noisy, clean, weight = batch["noisy"], batch["clean"], batch["weight"]
+    enhanced = tf.cast(self._model(tf.cast(noisy, self._dtype)), tf.float32)
+    before = metrics.si_sdr(clean, noisy)
+    after = metrics.si_sdr(clean, enhanced)
+    sums = dict(loss=self._loss_fn(clean, enhanced) * weight, si_sdr=after * weight,
+                si_sdr_noisy=before * weight, si_sdr_improvement=(after - before) * weight)
+    sums = {k: tf.reduce_sum(v) for k, v in sums.items()}
+    sums["examples"] = tf.reduce_sum(weight)
+    return sums, enhanced
+
+  def _distributed_step(self, batch):
+    sums, enhanced = self._strategy.run(self._replica_step, args=(batch,))
+    reduced = {k: self._strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+               for k, v in sums.items()}
+    return reduced, enhanced
+
+  def evaluate(self, *, clips: int = 0):
+    """Returns `(metrics, clips)`: weighted means over every eval example exactly once,
+    and up to `clips` (noisy, enhanced, clean) float32 arrays from the first batch."""
+    totals, examples = {}, None
+    for batch in self._dataset:
+      sums, enhanced = self._step(batch)
+      for key, value in sums.items():
+        totals[key] = totals.get(key, 0.0) + float(value)
+      if examples is None and clips:
+        local = lambda t: self._strategy.experimental_local_results(t)[0].numpy()[:clips]  # pylint: disable=g-long-lambda
+        weight = local(batch["weight"]) > 0
+        examples = [(n, e, c) for n, e, c, w in zip(
+            local(batch["noisy"]), local(enhanced), local(batch["clean"]), weight) if w]
+    if not totals or totals["examples"] == 0:
+      raise ValueError("The eval split delivered no examples.")
+    count = totals.pop("examples")
+    results = {k: v / count for k, v in totals.items()}
+    results["examples"] = count
+    return results, examples or []
+
+
+def write_summaries(writer, step: int, results: Dict[str, float], clips, sample_rate: int):
+  """Eval scalars, audio clips and log-spectrogram images to TensorBoard."""
+  with writer.as_default(step=step):
+    for key, value in results.items():
+      tf.summary.scalar(f"eval/{key}", value)
+    for i, (noisy, enhanced, clean) in enumerate(clips):
+      for name, audio in (("noisy", noisy), ("enhanced", enhanced), ("clean", clean)):
+        tf.summary.audio(f"clip_{i}/{name}", np.clip(audio, -1, 1)[None, :, None],
+                         sample_rate, max_outputs=1)
+        tf.summary.image(f"clip_{i}/{name}_spectrogram", spectrogram_image(audio, sample_rate))
+  writer.flush()
+
+
+def spectrogram_image(audio: np.ndarray, sample_rate: int) -> tf.Tensor:
+  """`[1, freq, time, 1]` log-magnitude spectrogram in [0, 1], low frequencies at the bottom."""
+  window = max(16, int(0.032 * sample_rate))
+  magnitude = losses.stft_magnitude(tf.constant(audio[None], tf.float32), window, window // 4)
+  db = 20.0 * tf.math.log(magnitude[0] + 1e-5) / tf.math.log(10.0)
+  db = tf.clip_by_value(db - tf.reduce_max(db), -80.0, 0.0)
+  image = tf.reverse(tf.transpose((db + 80.0) / 80.0), axis=[0])
+  return image[None, :, :, None]

@@ -1,0 +1,139 @@
+"""The outer loop: train in steps_per_loop chunks, log progress, summarise, checkpoint, evaluate, stop cleanly."""
+
+import contextlib
+import dataclasses
+import math
+import os
+import signal
+import time
+from typing import Callable, Dict, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from input import progress
+
+
+class NonFiniteLoss(RuntimeError):
+  """Training produced non-finite steps for too long; the last good checkpoint is kept."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  train_steps: int
+  steps_per_loop: int
+  log_every: int
+  checkpoint_every: int
+  eval_every: int
+  max_skipped_steps: int
+  examples_per_step: int
+  audio_seconds_per_example: float
+
+
+def checkpoint_manager(checkpoint: tf.train.Checkpoint, model_dir: str, *,
+                       max_to_keep: int = 3) -> tf.train.CheckpointManager:
+  """A manager for `model_dir/checkpoints`, restored from its latest checkpoint if any."""
+  manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
+                                       max_to_keep=max_to_keep)
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    logging.info("Restored %s", manager.latest_checkpoint)
+  return manager
+
+
+@contextlib.contextmanager
+def stop_requests():
+  """Turns SIGTERM/SIGINT into a flag the loop checks between chunks (then saves and exits)."""
+  requested = {"signal": None}
+  handlers = {}
+
+  def handle(signum, _):
+    requested["signal"] = signal.Signals(signum).name
+    logging.warning("%s received: saving a checkpoint after the current steps, then "
+                    "stopping.", requested["signal"])
+
+  for signum in (signal.SIGTERM, signal.SIGINT):
+    handlers[signum] = signal.signal(signum, handle)
+  try:
+    yield requested
+  finally:
+    for signum, handler in handlers.items():
+      signal.signal(signum, handler)
+
+
+def _crossed(before: int, after: int, every: int) -> bool:
+  return every > 0 and after // every > before // every
+
+
+def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
+          config: LoopConfig, *, summary_dir: str,
+          evaluate: Optional[Callable[[int], Dict[str, float]]] = None,
+          log: Callable[[str], None] = logging.info) -> str:
+  """Runs `train_step(iterator, n)` until `train_steps`; returns why it stopped.
+
+  Returns:
+    "completed" or the name of the signal that stopped it.
+
+  Raises:
+    NonFiniteLoss: after `max_skipped_steps` non-finite steps in a row.
+  """
+  global_step = train_step.global_step
+  step = int(global_step.numpy())
+  writer = tf.summary.create_file_writer(summary_dir)
+  meter = progress.Progress("train", config.train_steps, "steps", log=log)
+  meter.restart(step)
+  skipped_before, skipped_in_a_row = None, 0
+  if step >= config.train_steps:
+    log(f"Already at step {step} >= --train_steps={config.train_steps}; nothing to train.")
+  with stop_requests() as stop:
+    while step < config.train_steps and stop["signal"] is None:
+      chunk = min(config.steps_per_loop, config.train_steps - step)
+      start = time.perf_counter()
+      metrics = {k: v.numpy() for k, v in train_step(iterator, chunk).items()}
+      seconds = time.perf_counter() - start
+      before, step = step, int(metrics["global_step"])
+
+      skipped = int(metrics["skipped_steps"])
+      new_skips = skipped - (skipped if skipped_before is None else skipped_before)
+      skipped_before = skipped
+      skipped_in_a_row = skipped_in_a_row + new_skips if new_skips == chunk else new_skips
+      if not math.isfinite(float(metrics["loss"])) and new_skips == 0:
+        skipped_in_a_row += chunk
+      if skipped_in_a_row >= config.max_skipped_steps:
+        raise NonFiniteLoss(
+            f"{skipped_in_a_row} non-finite steps in a row up to step {step} "
+            f"(--max_skipped_steps={config.max_skipped_steps}); stopping. The last good "
+            f"checkpoint is {manager.latest_checkpoint}. Lower --learning_rate, set "
+            "--clip_norm, or use --loss_scale=dynamic.")
+
+      examples_per_second = chunk * config.examples_per_step / seconds
+      _write_train_summaries(writer, step, metrics, examples_per_second,
+                             examples_per_second * config.audio_seconds_per_example)
+      if _crossed(before, step, config.log_every) or step >= config.train_steps:
+        meter.update(step, (
+            f"loss {float(metrics['loss']):.4f}, grad norm {float(metrics['grad_norm']):.3g}, "
+            f"{examples_per_second:.1f} examples/s, "
+            f"{examples_per_second * config.audio_seconds_per_example:.1f} audio-s/s"),
+                     force=True)
+      if _crossed(before, step, config.checkpoint_every):
+        manager.save(checkpoint_number=step)
+      if evaluate is not None and _crossed(before, step, config.eval_every):
+        evaluate(step)
+  manager.save(checkpoint_number=step)
+  writer.flush()
+  return stop["signal"] or "completed"
+
+
+def _write_train_summaries(writer, step, metrics, examples_per_second, audio_per_second):
+  with writer.as_default(step=step):
+    for key in ("loss", "grad_norm", "learning_rate", "loss_scale", "skipped_steps"):
+      tf.summary.scalar(key, float(metrics[key]))
+    tf.summary.scalar("examples_per_second", examples_per_second)
+    tf.summary.scalar("audio_seconds_per_second", audio_per_second)
+    replica_loss = metrics["replica_loss_sum"] / np.maximum(metrics["replica_examples"], 1)
+    for i, (loss, norm) in enumerate(zip(replica_loss, metrics["replica_grad_norm"])):
+      tf.summary.scalar(f"replica_{i}/loss", float(loss))
+      tf.summary.scalar(f"replica_{i}/grad_norm", float(norm))
+      tf.summary.scalar(f"replica_{i}/nonfinite_steps",
+                        float(metrics["replica_nonfinite"][i]))

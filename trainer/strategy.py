@@ -1,0 +1,54 @@
+"""Picks the tf.distribute strategy and devices from the run configuration, with clear errors."""
+
+from typing import List, Optional
+
+from absl import logging
+import tensorflow as tf
+
+
+def check_devices(kind: str, *, num_gpus: Optional[int], cpu_replicas: int,
+                  gpus_found: int) -> None:
+  """Raises ValueError when the requested devices do not exist here."""
+  if num_gpus and num_gpus > gpus_found:
+    raise ValueError(
+        f"--num_gpus={num_gpus} but {gpus_found} GPU(s) were found on this machine. Pass "
+        f"--num_gpus={gpus_found} to use what is here, or --num_gpus=0 --cpu_replicas=2 to "
+        "try the configuration on logical CPU devices.")
+  if cpu_replicas > 1 and kind not in ("mirrored", "default"):
+    raise ValueError(f"--cpu_replicas={cpu_replicas} needs --strategy=mirrored (or default), "
+                     f"not {kind}.")
+  if kind == "one_device" and num_gpus and num_gpus > 1:
+    raise ValueError(f"--strategy=one_device uses one device, but --num_gpus={num_gpus}; "
+                     "use --strategy=mirrored.")
+
+
+def split_cpu(replicas: int) -> None:
+  """Splits the CPU into `replicas` logical devices (before TensorFlow initialises them)."""
+  if replicas > 1:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
+
+
+def make(kind: str, *, num_gpus: Optional[int] = None,
+         cpu_replicas: int = 1) -> tf.distribute.Strategy:
+  """The strategy: default | mirrored | one_device | multi_worker_mirrored (TF_CONFIG)."""
+  gpus = tf.config.list_physical_devices("GPU")
+  check_devices(kind, num_gpus=num_gpus, cpu_replicas=cpu_replicas, gpus_found=len(gpus))
+  if kind == "multi_worker_mirrored":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if cpu_replicas > 1 and not num_gpus:
+    split_cpu(cpu_replicas)
+    return tf.distribute.MirroredStrategy(_cpu_devices(cpu_replicas))
+  use = len(gpus) if num_gpus is None else num_gpus
+  devices = [f"/gpu:{i}" for i in range(use)] or ["/cpu:0"]
+  if kind == "one_device":
+    return tf.distribute.OneDeviceStrategy(devices[0])
+  if kind == "mirrored" or len(devices) > 1:
+    return tf.distribute.MirroredStrategy(devices)
+  logging.info("Default strategy on %s.", devices[0])
+  return tf.distribute.OneDeviceStrategy(devices[0])
+
+
+def _cpu_devices(replicas: int) -> List[str]:
+  return [f"/cpu:{i}" for i in range(replicas)]
