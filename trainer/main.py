@@ -18,6 +18,7 @@ from input import pipeline
 from input import records
 from input import synthetic
 import ops
+from trainer import diagnose
 from trainer import evaluation
 from trainer import export
 from trainer import loop
@@ -123,6 +124,21 @@ def run(configs: Configs) -> str:
       augment=reverb if data.reverb == "device" else None, clip_norm=opt.clip_norm,
       steps_per_loop=run_cfg.steps_per_loop, jit_compile=run_cfg.jit_compile,
       seed=run_cfg.seed)
+  seconds = (data.crop_seconds or
+             train_manifest.segment_samples / train_manifest.sample_rate)
+
+  def train_dataset_fn(skip_steps=0):
+    return pipeline.make_train_dataset_fn(
+        train_manifest, global_batch_size=run_cfg.global_batch_size,
+        crop_seconds=data.crop_seconds, shuffle_buffer_mb=data.shuffle_buffer_mb,
+        seed=run_cfg.seed, reverb=reverb if data.reverb == "host" else None,
+        cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
+        deterministic=data.deterministic_input, skip_steps=skip_steps)
+
+  if run_cfg.mode == "diagnose":
+    return run_diagnosis(configs, strategy, train_step, train_dataset_fn(), train_manifest,
+                         audio_seconds_per_example=seconds)
+
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                    loss_scale=train_step.loss_scale,
                                    global_step=train_step.global_step)
@@ -157,16 +173,8 @@ def run(configs: Configs) -> str:
     evaluate(start_step)
     return "evaluated"
 
-  train_fn = pipeline.make_train_dataset_fn(
-      train_manifest, global_batch_size=run_cfg.global_batch_size,
-      crop_seconds=data.crop_seconds, shuffle_buffer_mb=data.shuffle_buffer_mb,
-      seed=run_cfg.seed, reverb=reverb if data.reverb == "host" else None,
-      cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
-      deterministic=data.deterministic_input, skip_steps=start_step)
-  iterator = iter(pipeline.distribute(strategy, train_fn,
+  iterator = iter(pipeline.distribute(strategy, train_dataset_fn(start_step),
                                       per_replica_buffer=data.per_replica_buffer))
-  seconds = (data.crop_seconds or
-             train_manifest.segment_samples / train_manifest.sample_rate)
   outcome = loop.train(
       train_step, iterator, manager,
       loop.LoopConfig(train_steps=run_cfg.train_steps, steps_per_loop=run_cfg.steps_per_loop,
@@ -180,6 +188,31 @@ def run(configs: Configs) -> str:
   if outcome == "completed" and evaluate is not None and evaluate.last_step != final_step:
     evaluate(final_step)
   return outcome
+
+
+def run_diagnosis(configs: Configs, strategy, train_step, dataset_fn, manifest, *,
+                  audio_seconds_per_example: float) -> str:
+  """--mode=diagnose: times input, step and both; prints and saves the report."""
+  run_cfg, data = configs.run, configs.data
+
+  def make_iterator(cached):
+    fn = (lambda context: dataset_fn(context).take(1).cache().repeat()) if cached else dataset_fn
+    return iter(pipeline.distribute(strategy, fn, per_replica_buffer=data.per_replica_buffer))
+
+  result = diagnose.diagnose(
+      strategy, train_step, make_iterator, steps=run_cfg.diagnose_steps,
+      warmup=run_cfg.diagnose_warmup, examples_per_step=run_cfg.global_batch_size,
+      audio_seconds_per_example=audio_seconds_per_example,
+      setup=diagnose.Setup(
+          reverb=data.reverb, compression=manifest.compression,
+          cycle_length=data.cycle_length, shuffle_buffer_mb=data.shuffle_buffer_mb,
+          per_replica_batch=run_cfg.global_batch_size // strategy.num_replicas_in_sync,
+          steps_per_loop=run_cfg.steps_per_loop, num_shards=len(manifest.shards),
+          input_pipelines=strategy.num_replicas_in_sync // len(
+              strategy.extended.worker_devices)),
+      model_dir=run_cfg.model_dir)
+  print(diagnose.format_report(result))
+  return f"diagnosed (report in {result['path']})"
 
 
 def _write_json(path, value):
@@ -199,8 +232,11 @@ def main(argv):
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")
   model_dir = os.path.abspath(configs.run.model_dir)
-  print(f"trainer.main: {outcome}. Checkpoints: {os.path.join(model_dir, 'checkpoints')}; "
-        f"TensorBoard: tensorboard --logdir {model_dir}")
+  if configs.run.mode == "diagnose":
+    print(f"trainer.main: {outcome}")
+  else:
+    print(f"trainer.main: {outcome}. Checkpoints: {os.path.join(model_dir, 'checkpoints')}; "
+          f"TensorBoard: tensorboard --logdir {model_dir}")
 
 
 def _explain_data_loss(configs: Configs, error: tf.errors.DataLossError) -> str:

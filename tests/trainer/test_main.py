@@ -1,6 +1,7 @@
 """End-to-end tests of `python -m trainer.main` in subprocesses: outputs, resume, learning, signals, errors."""
 
 import glob
+import json
 import os
 import re
 import signal
@@ -184,3 +185,31 @@ class ErrorTest(tf.test.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+@pytest.mark.slow
+class DiagnoseModeTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.root = tempfile.mkdtemp()
+    synthetic.write_corpus(f"{cls.root}/data48k", num_examples=16, seconds=0.5,
+                           sample_rate=48000, num_shards=4)
+
+  def test_every_flagfile_diagnoses_on_cpu_replicas(self):
+    small = ["--num_gpus=0", "--cpu_replicas=2", "--crop_seconds=0.25", "--hidden=8",
+             "--depth=2", "--attention_heads=2", "--global_batch_size=4",
+             "--diagnose_steps=3", "--diagnose_warmup=1", "--mode=diagnose",
+             "--shuffle_buffer_mb=16"]
+    for name in ("cpu.flags", "a100.flags", "h100x8.flags"):
+      model_dir = f"{self.root}/{name}"
+      result = run_main(f"--flagfile=flags/{name}", *small, f"--model_dir={model_dir}",
+                        f"--data_dir={self.root}/data48k")
+      self.assertEqual(result.returncode, 0, f"{name}: {result.stderr[-3000:]}")
+      self.assertRegex(result.stdout, r"Diagnosis: (not )?input-bound")
+      self.assertIn("(b) step only", result.stdout)
+      with open(os.path.join(model_dir, "diagnosis.json")) as f:
+        report = json.load(f)
+      self.assertGreater(report["examples_per_second"]["both"], 0)
+      self.assertFalse(os.path.exists(os.path.join(model_dir, "checkpoints")))

@@ -5,8 +5,12 @@ import dataclasses
 from absl import flags
 
 flags.DEFINE_string("model_dir", "runs/default", "Checkpoints, TensorBoard logs and config.")
-flags.DEFINE_enum("mode", "train", ["train", "eval"],
-                  "train (resumes from model_dir), or eval of the latest checkpoint.")
+flags.DEFINE_enum("mode", "train", ["train", "eval", "diagnose"],
+                  "train (resumes from model_dir); eval of the latest checkpoint; diagnose: "
+                  "time input alone, step alone and both, and say if training is input-bound "
+                  "(writes model_dir/diagnosis.json, no checkpoint).")
+flags.DEFINE_integer("diagnose_steps", 30, "Timed steps per --mode=diagnose phase.")
+flags.DEFINE_integer("diagnose_warmup", 10, "Untimed steps before each diagnose phase.")
 flags.DEFINE_enum("strategy", "default",
                   ["default", "mirrored", "one_device", "multi_worker_mirrored"],
                   "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
@@ -46,12 +50,15 @@ class RunConfig:
   max_skipped_steps: int
   seed: int
   jit_compile: bool
+  diagnose_steps: int
+  diagnose_warmup: int
 
 
 def from_flags() -> RunConfig:
   config = RunConfig(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(RunConfig)})
   for name in ("global_batch_size", "train_steps", "steps_per_loop", "log_every",
-               "checkpoint_every", "keep_checkpoints", "cpu_replicas", "max_skipped_steps"):
+               "checkpoint_every", "keep_checkpoints", "cpu_replicas", "max_skipped_steps",
+               "diagnose_steps", "diagnose_warmup"):
     if getattr(config, name) < 1:
       raise ValueError(f"--{name} must be >= 1, got {getattr(config, name)}.")
   if config.eval_every < 0 or config.eval_clips < 0:
