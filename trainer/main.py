@@ -122,7 +122,9 @@ def run(configs: Configs) -> str:
       model, loss_fn, optimizer, strategy, global_batch_size=run_cfg.global_batch_size,
       loss_scale=loss_scale, precision=opt.precision,
       augment=reverb if data.reverb == "device" else None, clip_norm=opt.clip_norm,
-      steps_per_loop=run_cfg.steps_per_loop, jit_compile=run_cfg.jit_compile,
+      steps_per_loop=run_cfg.steps_per_loop,
+      jit_compile=run_cfg.jit_compile == "on" or (
+          run_cfg.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
       seed=run_cfg.seed)
   seconds = (data.crop_seconds or
              train_manifest.segment_samples / train_manifest.sample_rate)
