@@ -32,14 +32,20 @@ class LoopConfig:
 
 
 def checkpoint_manager(checkpoint: tf.train.Checkpoint, model_dir: str, *,
-                       max_to_keep: int = 3) -> tf.train.CheckpointManager:
-  """A manager for `model_dir/checkpoints`, restored from its latest checkpoint if any."""
-  manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
-                                       max_to_keep=max_to_keep)
-  if manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    logging.info("Restored %s", manager.latest_checkpoint)
-  return manager
+                       max_to_keep: int = 3,
+                       save_dir: Optional[str] = None) -> tf.train.CheckpointManager:
+  """A manager saving to `save_dir/checkpoints` (default model_dir), after restoring
+  the latest checkpoint in `model_dir/checkpoints` if there is one.
+
+  Multi-worker runs restore every worker from the chief's model_dir and let
+  the other workers save (saves are collective) to private directories.
+  """
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+  if latest:
+    checkpoint.restore(latest).assert_existing_objects_matched()
+    logging.info("Restored %s", latest)
+  return tf.train.CheckpointManager(
+      checkpoint, os.path.join(save_dir or model_dir, "checkpoints"), max_to_keep=max_to_keep)
 
 
 @contextlib.contextmanager
@@ -66,11 +72,31 @@ def _crossed(before: int, after: int, every: int) -> bool:
   return every > 0 and after // every > before // every
 
 
+def stop_agreement(strategy: tf.distribute.Strategy) -> Callable[[bool], bool]:
+  """`agree(stop_here) -> stop_everywhere`: an all-reduce (SUM > 0) of one flag across workers.
+
+  A signal reaches one worker; every worker must stop after the same step
+  (checkpoint saves and the next steps are collective). One scalar collective
+  per steps_per_loop chunk, on TensorFlow's own engine.
+  """
+
+  @tf.function
+  def any_worker(flag):
+    value = strategy.run(lambda: tf.identity(flag))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+
+  return lambda stop_here: bool(any_worker(tf.constant(int(stop_here))) > 0)
+
+
 def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
           config: LoopConfig, *, summary_dir: str,
           evaluate: Optional[Callable[[int], Dict[str, float]]] = None,
+          agree: Callable[[bool], bool] = lambda stop_here: stop_here,
           log: Callable[[str], None] = logging.info) -> str:
   """Runs `train_step(iterator, n)` until `train_steps`; returns why it stopped.
+
+  `agree` turns this worker's stop request into the cluster's decision (see
+  `stop_agreement`); a lone worker decides alone.
 
   Returns:
     "completed" or the name of the signal that stopped it.
@@ -86,8 +112,9 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
   skipped_before, skipped_in_a_row = None, 0
   if step >= config.train_steps:
     log(f"Already at step {step} >= --train_steps={config.train_steps}; nothing to train.")
+  stopping = False
   with stop_requests() as stop:
-    while step < config.train_steps and stop["signal"] is None:
+    while step < config.train_steps and not stopping:
       chunk = min(config.steps_per_loop, config.train_steps - step)
       start = time.perf_counter()
       metrics = {k: v.numpy() for k, v in train_step(iterator, chunk).items()}
@@ -120,9 +147,12 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
         manager.save(checkpoint_number=step)
       if evaluate is not None and _crossed(before, step, config.eval_every):
         evaluate(step)
+      stopping = agree(stop["signal"] is not None)
   manager.save(checkpoint_number=step)
   writer.flush()
-  return stop["signal"] or "completed"
+  if stopping:
+    return stop["signal"] or "stopped with the other workers"
+  return "completed"
 
 
 def _write_train_summaries(writer, step, metrics, examples_per_second, audio_per_second):

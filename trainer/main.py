@@ -8,6 +8,7 @@ the training step from validated flags, then runs the outer loop
 import json
 import os
 import sys
+import time
 
 from absl import app
 from absl import flags
@@ -45,8 +46,11 @@ class Configs:
     self.optimization = optimization_config.from_flags(self.run.train_steps)
 
 
-def manifests(data: data_config.DataConfig, seed: int):
-  """`(train, eval or None)` manifests, generating the synthetic corpus on first use."""
+def manifests(data: data_config.DataConfig, seed: int, *, create: bool = True):
+  """`(train, eval or None)` manifests, generating the synthetic corpus on first use.
+
+  Only one process may generate it (`create`); the others wait for it.
+  """
   if data.data_dir is not None:
     train = records.read_manifest(data.data_dir, data.train_split)
     evaluation_split = None
@@ -58,6 +62,9 @@ def manifests(data: data_config.DataConfig, seed: int):
                       data.data_dir)
     return train, evaluation_split
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
+  if not create:
+    for split in filter(None, (data.train_split, data.eval_split)):
+      _wait_for(records.manifest_path(data.synthetic_dir, split))
   train = synthetic.ensure_corpus(data.synthetic_dir, split=data.train_split, seed=seed,
                                   num_examples=data.synthetic_examples, **corpus)
   evaluation_split = synthetic.ensure_corpus(
@@ -97,11 +104,15 @@ def run(configs: Configs) -> str:
   if run_cfg.global_batch_size % replicas:
     raise ValueError(f"--global_batch_size={run_cfg.global_batch_size} is not divisible by "
                      f"the {replicas} replicas; use a multiple of {replicas}.")
-  train_manifest, eval_manifest = manifests(data, run_cfg.seed)
+  task_type, task_id, chief = strategy_lib.worker(strategy)
+  workers = replicas // len(strategy.extended.worker_devices)
+  out_dir = strategy_lib.output_dir(run_cfg.model_dir, strategy)
+  train_manifest, eval_manifest = manifests(data, run_cfg.seed, create=chief)
   description = model_description(configs, train_manifest.sample_rate)
-  write_or_check_description(run_cfg.model_dir, description)
-  logging.info("%d replica(s) on %s; %d training examples (%.2f h) at %d Hz.", replicas,
-               strategy.extended.worker_devices, train_manifest.num_examples,
+  write_or_check_description(out_dir, description)
+  logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training examples (%.2f h) "
+               "at %d Hz.", task_type, task_id, workers, " (chief)" if chief else "",
+               replicas, strategy.extended.worker_devices, train_manifest.num_examples,
                train_manifest.total_hours, train_manifest.sample_rate)
 
   schedule = (optim.constant(opt.learning_rate) if opt.schedule == "constant" else
@@ -139,12 +150,12 @@ def run(configs: Configs) -> str:
 
   if run_cfg.mode == "diagnose":
     return run_diagnosis(configs, strategy, train_step, train_dataset_fn(), train_manifest,
-                         audio_seconds_per_example=seconds)
+                         audio_seconds_per_example=seconds, out_dir=out_dir)
 
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                    loss_scale=train_step.loss_scale,
                                    global_step=train_step.global_step)
-  manager = loop.checkpoint_manager(checkpoint, run_cfg.model_dir,
+  manager = loop.checkpoint_manager(checkpoint, run_cfg.model_dir, save_dir=out_dir,
                                     max_to_keep=run_cfg.keep_checkpoints)
   start_step = int(train_step.global_step.numpy())
 
@@ -154,13 +165,13 @@ def run(configs: Configs) -> str:
         eval_manifest, global_batch_size=run_cfg.global_batch_size))
     evaluator = evaluation.Evaluator(strategy, model, loss_fn, eval_dataset,
                                      precision_dtype=step_lib.compute_dtype(opt.precision))
-    eval_writer = tf.summary.create_file_writer(os.path.join(run_cfg.model_dir, "eval"))
+    eval_writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
 
     def evaluate(at_step):
       results, clips = evaluator.evaluate(clips=run_cfg.eval_clips)
       evaluation.write_summaries(eval_writer, at_step, results, clips,
                                  eval_manifest.sample_rate)
-      _write_json(os.path.join(run_cfg.model_dir, "eval_results.json"),
+      _write_json(os.path.join(out_dir, "eval_results.json"),
                   dict(results, step=at_step))
       logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), "
                    "improvement %.2f dB over %d examples", at_step, results["loss"],
@@ -185,7 +196,8 @@ def run(configs: Configs) -> str:
                       max_skipped_steps=run_cfg.max_skipped_steps,
                       examples_per_step=run_cfg.global_batch_size,
                       audio_seconds_per_example=seconds),
-      summary_dir=os.path.join(run_cfg.model_dir, "train"), evaluate=evaluate)
+      summary_dir=os.path.join(out_dir, "train"), evaluate=evaluate,
+      agree=loop.stop_agreement(strategy) if workers > 1 else lambda stop_here: stop_here)
   final_step = int(train_step.global_step.numpy())
   if outcome == "completed" and evaluate is not None and evaluate.last_step != final_step:
     evaluate(final_step)
@@ -193,7 +205,7 @@ def run(configs: Configs) -> str:
 
 
 def run_diagnosis(configs: Configs, strategy, train_step, dataset_fn, manifest, *,
-                  audio_seconds_per_example: float) -> str:
+                  audio_seconds_per_example: float, out_dir: str) -> str:
   """--mode=diagnose: times input, step and both; prints and saves the report."""
   run_cfg, data = configs.run, configs.data
 
@@ -212,9 +224,18 @@ def run_diagnosis(configs: Configs, strategy, train_step, dataset_fn, manifest, 
           steps_per_loop=run_cfg.steps_per_loop, num_shards=len(manifest.shards),
           input_pipelines=strategy.num_replicas_in_sync // len(
               strategy.extended.worker_devices)),
-      model_dir=run_cfg.model_dir)
+      model_dir=out_dir)
   print(diagnose.format_report(result))
   return f"diagnosed (report in {result['path']})"
+
+
+def _wait_for(path: str, timeout_seconds: float = 1800.0):
+  deadline = time.monotonic() + timeout_seconds
+  while not os.path.exists(path):
+    if time.monotonic() > deadline:
+      raise FileNotFoundError(f"{path} did not appear within {timeout_seconds:.0f} s: is the "
+                              "chief generating the synthetic corpus?")
+    time.sleep(1.0)
 
 
 def _write_json(path, value):

@@ -1,5 +1,8 @@
 """Picks the tf.distribute strategy and devices from the run configuration, with clear errors."""
 
+import atexit
+import shutil
+import tempfile
 from typing import List, Optional
 
 from absl import logging
@@ -52,3 +55,28 @@ def make(kind: str, *, num_gpus: Optional[int] = None,
 
 def _cpu_devices(replicas: int) -> List[str]:
   return [f"/cpu:{i}" for i in range(replicas)]
+
+
+def worker(strategy: tf.distribute.Strategy):
+  """`(task_type, task_id, is_chief)` of this process (a lone process is the chief)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return "worker", 0, True
+  cluster = resolver.cluster_spec().as_dict()
+  chief = (resolver.task_type == "chief" or
+           (resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in cluster))
+  return resolver.task_type, resolver.task_id, chief
+
+
+def output_dir(model_dir: str, strategy: tf.distribute.Strategy) -> str:
+  """Where this process writes: model_dir on the chief, a private temporary dir elsewhere.
+
+  Multi-worker saves are collective (every worker must save), but only the
+  chief's files are kept.
+  """
+  task_type, task_id, chief = worker(strategy)
+  if chief:
+    return model_dir
+  private = tempfile.mkdtemp(prefix=f"{task_type}{task_id}-")
+  atexit.register(shutil.rmtree, private, ignore_errors=True)
+  return private
