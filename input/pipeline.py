@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import records
+from input import service
 import ops
 from ops import random
 
@@ -21,7 +22,8 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
                           reverb: Optional[ops.RevEcho] = None,
                           cycle_length: int = 8, epochs: Optional[int] = None,
                           ram_budget_mb: Optional[int] = None, deterministic: bool = False,
-                          skip_steps: int = 0) -> DatasetFn:
+                          skip_steps: int = 0, data_service: Optional[str] = None,
+                          data_service_sharding: str = "off") -> DatasetFn:
   """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
 
   Args:
@@ -42,6 +44,11 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
     skip_steps: training steps already taken (when resuming): each pipeline
       skips the batches its replicas consumed, as serialized records before
       parsing, and the crop/reverb draws continue where they stopped.
+    data_service: grpc://host:port of a tf.data service dispatcher: read,
+      shuffle, parse, crop and host reverb then run on its workers over all
+      shards (see input.service; the order is random there, so `seed`,
+      `deterministic` and `skip_steps` do not apply).
+    data_service_sharding: off | dynamic (see input.service).
 
   Returns:
     `dataset_fn(input_context)` for `distribute` /
@@ -49,15 +56,28 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
   """
   crop = _crop_samples(manifest, crop_seconds)
   buffer_examples = max(1, int(shuffle_buffer_mb * 2**20) // manifest.record_bytes)
+  if data_service is not None:
+    service.check_address(data_service)
+    service.sharding_policy(data_service_sharding)
+    if skip_steps:
+      logging.warning("Resuming with --data_service: the service's random order cannot "
+                      "be replayed, so the input stream restarts (no records skipped).")
 
   def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
     batch = context.get_per_replica_batch_size(global_batch_size)
     pipeline = context.input_pipeline_id
-    files = _files_for_pipeline(manifest, context)
     compression = records.tfrecord_compression(manifest.compression)
+    if data_service is not None:  # one pipeline over all shards, run by the service
+      files, shuffle_seed = list(manifest.paths), None
+      share, skip_batches = manifest.num_examples, 0
+    else:
+      files, shuffle_seed = _files_for_pipeline(manifest, context), seed + pipeline
+      share = _examples_for_pipeline(manifest, context, pipeline)
+      skip_batches = skip_steps * max(
+          1, context.num_replicas_in_sync // context.num_input_pipelines)
     if files is not None:
       dataset = tf.data.Dataset.from_tensor_slices(files)
-      dataset = dataset.shuffle(len(files), seed=seed + pipeline,
+      dataset = dataset.shuffle(len(files), seed=shuffle_seed,
                                 reshuffle_each_iteration=True).repeat(epochs)
       dataset = dataset.interleave(
           lambda path: tf.data.TFRecordDataset(path, compression),
@@ -67,10 +87,7 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
       dataset = tf.data.TFRecordDataset(manifest.paths, compression)
       dataset = dataset.shard(context.num_input_pipelines, pipeline).repeat(epochs)
     # More than one epoch's share in the buffer only repeats examples in it.
-    share = _examples_for_pipeline(manifest, context, pipeline)
-    dataset = dataset.shuffle(max(1, min(buffer_examples, share)), seed=seed + pipeline)
-    skip_batches = skip_steps * max(
-        1, context.num_replicas_in_sync // context.num_input_pipelines)
+    dataset = dataset.shuffle(max(1, min(buffer_examples, share)), seed=shuffle_seed)
     if skip_batches:
       logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
                    skip_batches)
@@ -94,6 +111,9 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
 
     dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=deterministic)
+    if data_service is not None:
+      dataset = service.distribute(dataset.prefetch(tf.data.AUTOTUNE), service=data_service,
+                                   sharding=data_service_sharding)
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(
         _options(deterministic=deterministic, ram_budget_mb=ram_budget_mb))
 

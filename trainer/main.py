@@ -146,7 +146,8 @@ def run(configs: Configs) -> str:
         crop_seconds=data.crop_seconds, shuffle_buffer_mb=data.shuffle_buffer_mb,
         seed=run_cfg.seed, reverb=reverb if data.reverb == "host" else None,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
-        deterministic=data.deterministic_input, skip_steps=skip_steps)
+        deterministic=data.deterministic_input, skip_steps=skip_steps,
+        data_service=data.data_service, data_service_sharding=data.data_service_sharding)
 
   if run_cfg.mode == "diagnose":
     return run_diagnosis(configs, strategy, train_step, train_dataset_fn(), train_manifest,

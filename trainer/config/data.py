@@ -6,6 +6,8 @@ from typing import Optional
 
 from absl import flags
 
+from input import service
+
 flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and shards "
                     "(python -m input.prepare). Unset: use the synthetic corpus.")
 flags.DEFINE_bool("synthetic", True, "Without --data_dir, train on the synthetic corpus "
@@ -33,6 +35,13 @@ flags.DEFINE_enum("reverb", "device", ["device", "host", "off"],
                   "accelerator, in the tf.data pipeline on the host, or not at all.")
 flags.DEFINE_float("reverb_proba", 0.5, "Probability that an example is reverberated.")
 flags.DEFINE_float("reverb_keep_clean", 0.1, "Share of the clean reverb kept in the target.")
+flags.DEFINE_string("data_service", None, "grpc://host:port of a tf.data service dispatcher "
+                    "(python -m input.service): run the training pipeline's reading and "
+                    "preprocessing on its workers.")
+flags.DEFINE_enum("data_service_sharding", "off", ["off", "dynamic"],
+                  "off: each service worker produces full epochs (robust, may repeat "
+                  "examples within an epoch); dynamic: each example at most once per epoch "
+                  "(a dead worker loses the rest of its files for that epoch).")
 
 FLAGS = flags.FLAGS
 
@@ -56,6 +65,8 @@ class DataConfig:
   reverb: str
   reverb_proba: float
   reverb_keep_clean: float
+  data_service: Optional[str]
+  data_service_sharding: str
 
 
 def from_flags(model_dir: str) -> DataConfig:
@@ -76,6 +87,8 @@ def from_flags(model_dir: str) -> DataConfig:
   for name in ("reverb_proba", "reverb_keep_clean"):
     if not 0 <= getattr(FLAGS, name) <= 1:
       raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
+  if FLAGS.data_service is not None:
+    service.check_address(FLAGS.data_service)
   synthetic_dir = None
   if data_dir is None:
     synthetic_dir = FLAGS.synthetic_dir or os.path.join(
@@ -92,4 +105,5 @@ def from_flags(model_dir: str) -> DataConfig:
       cycle_length=FLAGS.cycle_length, per_replica_buffer=FLAGS.per_replica_buffer,
       ram_budget_mb=FLAGS.ram_budget_mb, deterministic_input=FLAGS.deterministic_input,
       reverb=FLAGS.reverb, reverb_proba=FLAGS.reverb_proba,
-      reverb_keep_clean=FLAGS.reverb_keep_clean)
+      reverb_keep_clean=FLAGS.reverb_keep_clean, data_service=FLAGS.data_service,
+      data_service_sharding=FLAGS.data_service_sharding)

@@ -1,0 +1,91 @@
+"""tf.data service: dispatcher and worker servers, and sending a pipeline's preprocessing to them.
+
+When one host's CPUs cannot feed its accelerators (see --mode=diagnose and the
+throughput plan in BENCHMARKS.md), the parse/crop/host-augmentation part of
+the training pipeline runs on CPU machines instead:
+
+  python -m input.service dispatcher --port=5050 --work_dir=/shared/tfdata
+  python -m input.service worker --dispatcher=dispatcher-host:5050 --port=5051   # on each CPU host
+  python -m trainer.main ... --data_service=grpc://dispatcher-host:5050
+
+Sharding (`--data_service_sharding`):
+  off      every service worker runs the whole pipeline (full epochs each, own
+           random order); trainers share one job and split what the workers
+           produce. Simple and robust: a lost worker only lowers throughput.
+           Within an "epoch" an example may be seen more than once.
+  dynamic  the dispatcher hands out shard files one at a time, so each example
+           is produced at most once per epoch (exactly once without failures);
+           a worker that dies loses the rest of its current files for that epoch.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+SHARDING = {
+    "off": tf.data.experimental.service.ShardingPolicy.OFF,
+    "dynamic": tf.data.experimental.service.ShardingPolicy.DYNAMIC,
+}
+
+
+def check_address(address: str) -> str:
+  if not address.startswith("grpc://") or ":" not in address[len("grpc://"):]:
+    raise ValueError(f"--data_service={address!r} must look like grpc://host:port.")
+  return address
+
+
+def sharding_policy(name: str):
+  try:
+    return SHARDING[name]
+  except KeyError:
+    raise ValueError(f"Unknown data service sharding {name!r}: use off or dynamic.") from None
+
+
+def distribute(dataset: tf.data.Dataset, *, service: str, sharding: str = "off",
+               job_name: str = "denoise-train") -> tf.data.Dataset:
+  """Runs `dataset` on the tf.data service at `service`; consumers of one job share it."""
+  return dataset.apply(tf.data.experimental.service.distribute(
+      processing_mode=sharding_policy(sharding), service=check_address(service),
+      job_name=job_name))
+
+
+def start_dispatcher(port: int = 0, work_dir: str = None):
+  """A dispatch server (fault tolerant when `work_dir` is set); returns it started."""
+  config = tf.data.experimental.service.DispatcherConfig(
+      port=port, work_dir=work_dir, fault_tolerant_mode=bool(work_dir))
+  return tf.data.experimental.service.DispatchServer(config)
+
+
+def start_worker(dispatcher: str, port: int = 0):
+  """A worker server registered with `dispatcher` (host:port, no scheme)."""
+  return tf.data.experimental.service.WorkerServer(
+      tf.data.experimental.service.WorkerConfig(dispatcher_address=dispatcher, port=port))
+
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) != 2 or argv[1] not in ("dispatcher", "worker"):
+    sys.exit("usage: python -m input.service dispatcher --port=P [--work_dir=D] | "
+             "worker --dispatcher=host:port --port=P")
+  if argv[1] == "dispatcher":
+    server = start_dispatcher(FLAGS.port, FLAGS.work_dir)
+    logging.info("tf.data dispatcher serving at %s", server.target)
+  else:
+    if not FLAGS.dispatcher:
+      sys.exit("input.service worker: pass --dispatcher=host:port")
+    server = start_worker(FLAGS.dispatcher.replace("grpc://", ""), FLAGS.port)
+    logging.info("tf.data worker on port %d registered with %s", FLAGS.port, FLAGS.dispatcher)
+  print(f"input.service {argv[1]} ready", flush=True)
+  server.join()
+
+
+if __name__ == "__main__":
+  flags.DEFINE_integer("port", 5050, "Port to serve on.")
+  flags.DEFINE_string("work_dir", None, "Dispatcher journal directory (fault tolerance).")
+  flags.DEFINE_string("dispatcher", None, "host:port of the dispatcher (workers).")
+  app.run(main)

@@ -1,0 +1,102 @@
+"""tf.data service tests on loopback: serving the training pipeline, dynamic sharding, a lost worker."""
+
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import tensorflow as tf
+
+from input import pipeline
+from input import records
+from input import service
+from tests.input import fixtures
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ServiceTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.dispatcher = service.start_dispatcher()
+    address = self.dispatcher.target.replace("grpc://", "")
+    self.workers = [service.start_worker(address) for _ in range(2)]
+    self.manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=24,
+                                           num_shards=6)
+
+  def tearDown(self):
+    for server in self.workers + [self.dispatcher]:
+      server._stop()  # pylint: disable=protected-access
+    super().tearDown()
+
+  def test_training_pipeline_runs_on_the_service(self):
+    fn = pipeline.make_train_dataset_fn(self.manifest, global_batch_size=4,
+                                        data_service=self.dispatcher.target)
+    batches = list(fn(tf.distribute.InputContext()).take(12))
+    self.assertEqual(batches[0]["clean"].shape, [4, 64])
+    seen = collections.Counter(i for b in batches for i in fixtures.indices(b["clean"]))
+    self.assertContainsSubset(seen, range(24))
+    self.assertGreater(len(seen), 12)
+
+  def test_dynamic_sharding_delivers_each_example_exactly_once(self):
+    dataset = tf.data.Dataset.from_tensor_slices(self.manifest.paths).interleave(
+        tf.data.TFRecordDataset, cycle_length=2).batch(1).map(
+            lambda s: records.parse_batch(s, segment_samples=64)["id"][0])
+    served = service.distribute(dataset, service=self.dispatcher.target, sharding="dynamic",
+                                job_name="exactly-once")
+    ids = [i.decode() for i in served.as_numpy_iterator()]
+    self.assertCountEqual(ids, [f"ex{i}" for i in range(24)])
+
+  def test_losing_a_worker_does_not_stop_training_input(self):
+    fn = pipeline.make_train_dataset_fn(self.manifest, global_batch_size=4,
+                                        data_service=self.dispatcher.target)
+    iterator = iter(fn(tf.distribute.InputContext()))
+    for _ in range(5):
+      next(iterator)
+    self.workers.pop()._stop()  # pylint: disable=protected-access
+    for _ in range(30):
+      self.assertEqual(next(iterator)["noisy"].shape, [4, 64])
+
+  def test_bad_address_and_sharding(self):
+    with self.assertRaisesRegex(ValueError, "grpc://host:port"):
+      service.check_address("localhost:5050")
+    with self.assertRaisesRegex(ValueError, "off or dynamic"):
+      service.sharding_policy("static")
+
+
+@pytest.mark.slow
+class ServiceCommandLineTest(tf.test.TestCase):
+
+  def test_trainer_consumes_from_service_processes(self):
+    from trainer import launch_local  # pylint: disable=g-import-not-at-top
+    ports = launch_local.free_ports(3)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    servers = [subprocess.Popen([sys.executable, "-m", "input.service", "dispatcher",
+                                 f"--port={ports[0]}"], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)]
+    try:
+      self.assertIn("ready", servers[0].stdout.readline())
+      for port in ports[1:]:
+        servers.append(subprocess.Popen(
+            [sys.executable, "-m", "input.service", "worker",
+             f"--dispatcher=localhost:{ports[0]}", f"--port={port}"], cwd=REPO, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        self.assertIn("ready", servers[-1].stdout.readline())
+      root = tempfile.mkdtemp()
+      from tests.trainer import test_main  # pylint: disable=g-import-not-at-top
+      result = test_main.run_main(*test_main.TINY, f"--synthetic_dir={root}/synthetic",
+                                  f"--model_dir={root}/run", "--train_steps=10",
+                                  "--eval_split=", f"--data_service=grpc://localhost:{ports[0]}")
+      self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+      self.assertIn("train: 10/10 steps", result.stderr)
+    finally:
+      for server in servers:
+        server.kill()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+  tf.test.main()
