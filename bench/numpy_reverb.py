@@ -1,4 +1,8 @@
-"""The classic host-side reverb: shift the echo, add, attenuate, repeat (NumPy baseline)."""
+"""The classic host-side reverb: shift the echo, add, attenuate, repeat (NumPy, float64-exact).
+
+It is both the benchmark's "before" and the reference the ops/ tests compare
+the RevEcho op with (run on a unit impulse, it yields the impulse response).
+"""
 
 import math
 

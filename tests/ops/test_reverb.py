@@ -1,7 +1,5 @@
 """Tests for ops.reverb: NumPy equivalence, execution modes, gradients, physics, errors."""
 
-import math
-
 from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
@@ -10,25 +8,14 @@ from bench import numpy_reverb
 from ops import reverb
 
 JITTER = 0.1
-THRESHOLD = 1e-3
 
 
-def numpy_ir(initial, first_delay, rt60, jitter_u, length, sample_rate,
-             jitter=JITTER, threshold=THRESHOLD):
-  """The shift-and-decay loop, one example, float64: the reference contract."""
-  h = np.zeros(length)
-  for train in jitter_u:
-    frac, amp, pos, k = 1.0, initial, 0, 0
-    while frac > threshold:
-      pos += min(1 + math.floor((1 + jitter * train[k, 0]) * first_delay * sample_rate),
-                 length)
-      if pos < length:
-        h[pos] += amp
-      att = 10 ** (-3 * (1 + jitter * train[k, 1]) * first_delay / rt60)
-      amp *= att
-      frac *= att
-      k += 1
-  return h
+def numpy_ir(initial, first_delay, rt60, jitter_u, length, sample_rate):
+  """The float64 NumPy shift-and-add loop (the reference contract) run on a unit impulse."""
+  impulse = np.zeros(length)
+  impulse[0] = 1.0
+  return numpy_reverb.shift_and_add(impulse, initial, first_delay, rt60, jitter_u,
+                                    sample_rate=sample_rate)
 
 
 def schroeder_t60(h, sample_rate):
