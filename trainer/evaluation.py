@@ -1,7 +1,10 @@
 """Distributed evaluation: exact weighted loss, SI-SDR and its improvement, plus clips for TensorBoard."""
 
+import json
+import os
 from typing import Callable, Dict
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -54,6 +57,30 @@ class Evaluator:
     results = {k: v / count for k, v in totals.items()}
     results["examples"] = count
     return results, examples or []
+
+
+class PeriodicEval:
+  """`evaluate(step)` for the training loop: runs the Evaluator, writes TensorBoard
+  summaries, `out_dir/eval_results.json` and a log line; remembers `last_step`."""
+
+  def __init__(self, evaluator: Evaluator, *, out_dir: str, sample_rate: int, clips: int):
+    self._evaluator, self._out_dir = evaluator, out_dir
+    self._sample_rate, self._clips = sample_rate, clips
+    self._writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
+    self.last_step = None
+
+  def __call__(self, step: int) -> Dict[str, float]:
+    results, clips = self._evaluator.evaluate(clips=self._clips)
+    write_summaries(self._writer, step, results, clips, self._sample_rate)
+    path = os.path.join(self._out_dir, "eval_results.json")
+    with open(path + ".tmp", "w") as f:
+      json.dump(dict({k: float(v) for k, v in results.items()}, step=step), f, indent=2)
+    os.replace(path + ".tmp", path)
+    logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
+                 "%.2f dB over %d examples", step, results["loss"], results["si_sdr"],
+                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"])
+    self.last_step = step
+    return results
 
 
 def write_summaries(writer, step: int, results: Dict[str, float], clips, sample_rate: int):

@@ -95,9 +95,37 @@ def write_or_check_description(model_dir: str, description: dict):
   os.replace(path + ".tmp", path)
 
 
-def run(configs: Configs) -> str:
-  """Trains (or evaluates) as configured; returns how training ended."""
+def build_train_step(configs: Configs, strategy, description: dict, sample_rate: int):
+  """Model, AdamW, loss scale, reverb and loss under `strategy`; returns the step and parts."""
   run_cfg, data, opt = configs.run, configs.data, configs.optimization
+  schedule = (optim.constant(opt.learning_rate) if opt.schedule == "constant" else
+              optim.warmup_cosine(opt.learning_rate, warmup_steps=opt.warmup_steps,
+                                  total_steps=run_cfg.train_steps,
+                                  final_fraction=opt.final_lr_fraction))
+  with strategy.scope():
+    model = export.build_model(description)
+    optimizer = optim.AdamW(schedule, beta_1=opt.beta_1, beta_2=opt.beta_2,
+                            weight_decay=opt.weight_decay)
+    loss_scale = loss_scale_lib.for_precision(
+        opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
+        growth_interval=opt.loss_scale_growth_interval)
+  reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
+                       keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
+  loss_fn = losses.DenoiseLoss(sample_rate, stft_weight=configs.model.stft_weight)
+  train_step = step_lib.make_train_step(
+      model, loss_fn, optimizer, strategy, global_batch_size=run_cfg.global_batch_size,
+      loss_scale=loss_scale, precision=opt.precision,
+      augment=reverb if data.reverb == "device" else None, clip_norm=opt.clip_norm,
+      steps_per_loop=run_cfg.steps_per_loop,
+      jit_compile=run_cfg.jit_compile == "on" or (
+          run_cfg.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
+      seed=run_cfg.seed)
+  return train_step, loss_fn, reverb
+
+
+def run(configs: Configs) -> str:
+  """Trains, evaluates or diagnoses as configured; returns how it ended."""
+  run_cfg, data = configs.run, configs.data
   strategy = strategy_lib.make(run_cfg.strategy, num_gpus=run_cfg.num_gpus,
                                cpu_replicas=run_cfg.cpu_replicas)
   replicas = strategy.num_replicas_in_sync
@@ -114,29 +142,8 @@ def run(configs: Configs) -> str:
                "at %d Hz.", task_type, task_id, workers, " (chief)" if chief else "",
                replicas, strategy.extended.worker_devices, train_manifest.num_examples,
                train_manifest.total_hours, train_manifest.sample_rate)
-
-  schedule = (optim.constant(opt.learning_rate) if opt.schedule == "constant" else
-              optim.warmup_cosine(opt.learning_rate, warmup_steps=opt.warmup_steps,
-                                  total_steps=run_cfg.train_steps,
-                                  final_fraction=opt.final_lr_fraction))
-  with strategy.scope():
-    model = export.build_model(description)
-    optimizer = optim.AdamW(schedule, beta_1=opt.beta_1, beta_2=opt.beta_2,
-                            weight_decay=opt.weight_decay)
-    loss_scale = loss_scale_lib.for_precision(
-        opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
-        growth_interval=opt.loss_scale_growth_interval)
-  reverb = ops.RevEcho(sample_rate=train_manifest.sample_rate, proba=data.reverb_proba,
-                       keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
-  loss_fn = losses.DenoiseLoss(train_manifest.sample_rate, stft_weight=configs.model.stft_weight)
-  train_step = step_lib.make_train_step(
-      model, loss_fn, optimizer, strategy, global_batch_size=run_cfg.global_batch_size,
-      loss_scale=loss_scale, precision=opt.precision,
-      augment=reverb if data.reverb == "device" else None, clip_norm=opt.clip_norm,
-      steps_per_loop=run_cfg.steps_per_loop,
-      jit_compile=run_cfg.jit_compile == "on" or (
-          run_cfg.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
-      seed=run_cfg.seed)
+  train_step, loss_fn, reverb = build_train_step(configs, strategy, description,
+                                                 train_manifest.sample_rate)
   seconds = (data.crop_seconds or
              train_manifest.segment_samples / train_manifest.sample_rate)
 
@@ -153,34 +160,21 @@ def run(configs: Configs) -> str:
     return run_diagnosis(configs, strategy, train_step, train_dataset_fn(), train_manifest,
                          audio_seconds_per_example=seconds, out_dir=out_dir)
 
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+  checkpoint = tf.train.Checkpoint(model=train_step.model, optimizer=train_step.optimizer,
                                    loss_scale=train_step.loss_scale,
                                    global_step=train_step.global_step)
   manager = loop.checkpoint_manager(checkpoint, run_cfg.model_dir, save_dir=out_dir,
                                     max_to_keep=run_cfg.keep_checkpoints)
   start_step = int(train_step.global_step.numpy())
-
   evaluate = None
   if eval_manifest is not None:
-    eval_dataset = pipeline.distribute(strategy, pipeline.make_eval_dataset_fn(
-        eval_manifest, global_batch_size=run_cfg.global_batch_size))
-    evaluator = evaluation.Evaluator(strategy, model, loss_fn, eval_dataset,
-                                     precision_dtype=step_lib.compute_dtype(opt.precision))
-    eval_writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
-
-    def evaluate(at_step):
-      results, clips = evaluator.evaluate(clips=run_cfg.eval_clips)
-      evaluation.write_summaries(eval_writer, at_step, results, clips,
-                                 eval_manifest.sample_rate)
-      _write_json(os.path.join(out_dir, "eval_results.json"),
-                  dict(results, step=at_step))
-      logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), "
-                   "improvement %.2f dB over %d examples", at_step, results["loss"],
-                   results["si_sdr"], results["si_sdr_noisy"],
-                   results["si_sdr_improvement"], results["examples"])
-      evaluate.last_step = at_step
-    evaluate.last_step = None
-
+    evaluate = evaluation.PeriodicEval(
+        evaluation.Evaluator(
+            strategy, train_step.model, loss_fn,
+            pipeline.distribute(strategy, pipeline.make_eval_dataset_fn(
+                eval_manifest, global_batch_size=run_cfg.global_batch_size)),
+            precision_dtype=step_lib.compute_dtype(configs.optimization.precision)),
+        out_dir=out_dir, sample_rate=eval_manifest.sample_rate, clips=run_cfg.eval_clips)
   if run_cfg.mode == "eval":
     if evaluate is None:
       raise ValueError("--mode=eval needs an eval split (--eval_split).")
@@ -237,12 +231,6 @@ def _wait_for(path: str, timeout_seconds: float = 1800.0):
       raise FileNotFoundError(f"{path} did not appear within {timeout_seconds:.0f} s: is the "
                               "chief generating the synthetic corpus?")
     time.sleep(1.0)
-
-
-def _write_json(path, value):
-  with open(path + ".tmp", "w") as f:
-    json.dump({k: float(v) for k, v in value.items()}, f, indent=2)
-  os.replace(path + ".tmp", path)
 
 
 def main(argv):

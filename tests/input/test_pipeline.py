@@ -7,7 +7,6 @@ import numpy as np
 import tensorflow as tf
 
 from input import pipeline
-from input import records
 import ops
 from tests import strategies
 from tests.input import fixtures
