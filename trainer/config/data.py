@@ -7,6 +7,7 @@ from typing import Optional
 from absl import flags
 
 from input import service
+from trainer import config as config_lib
 
 flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and shards "
                     "(python -m input.prepare). Unset: use the synthetic corpus.")
@@ -80,10 +81,8 @@ def from_flags(model_dir: str) -> DataConfig:
                      "on the generated corpus.")
   if FLAGS.crop_seconds is not None and FLAGS.crop_seconds <= 0:
     raise ValueError(f"--crop_seconds must be positive, got {FLAGS.crop_seconds}.")
-  for name in ("synthetic_examples", "synthetic_eval_examples", "cycle_length",
-               "per_replica_buffer", "sample_rate"):
-    if getattr(FLAGS, name) < 1:
-      raise ValueError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}.")
+  config_lib.check_at_least(1, FLAGS, "synthetic_examples", "synthetic_eval_examples",
+                            "cycle_length", "per_replica_buffer", "sample_rate")
   for name in ("reverb_proba", "reverb_keep_clean"):
     if not 0 <= getattr(FLAGS, name) <= 1:
       raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
@@ -95,15 +94,4 @@ def from_flags(model_dir: str) -> DataConfig:
         os.path.dirname(os.path.abspath(model_dir)),
         f"synthetic-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
         f"{FLAGS.synthetic_examples}")
-  return DataConfig(
-      data_dir=data_dir, synthetic_dir=synthetic_dir,
-      synthetic_examples=FLAGS.synthetic_examples,
-      synthetic_eval_examples=FLAGS.synthetic_eval_examples,
-      synthetic_seconds=FLAGS.synthetic_seconds, sample_rate=FLAGS.sample_rate,
-      train_split=FLAGS.train_split, eval_split=FLAGS.eval_split,
-      crop_seconds=FLAGS.crop_seconds, shuffle_buffer_mb=FLAGS.shuffle_buffer_mb,
-      cycle_length=FLAGS.cycle_length, per_replica_buffer=FLAGS.per_replica_buffer,
-      ram_budget_mb=FLAGS.ram_budget_mb, deterministic_input=FLAGS.deterministic_input,
-      reverb=FLAGS.reverb, reverb_proba=FLAGS.reverb_proba,
-      reverb_keep_clean=FLAGS.reverb_keep_clean, data_service=FLAGS.data_service,
-      data_service_sharding=FLAGS.data_service_sharding)
+  return config_lib.from_flag_values(DataConfig, synthetic_dir=synthetic_dir)

@@ -4,6 +4,8 @@ import dataclasses
 
 from absl import flags
 
+from trainer import config as config_lib
+
 flags.DEFINE_integer("hidden", 16, "Channels of the first encoder layer.")
 flags.DEFINE_integer("depth", 3, "Encoder/decoder layers.")
 flags.DEFINE_integer("kernel_size", 8, "Conv kernel size (>= stride).")
@@ -41,14 +43,13 @@ class ModelConfig:
 
 
 def from_flags() -> ModelConfig:
-  config = ModelConfig(**{f.name: getattr(FLAGS, f.name)
-                          for f in dataclasses.fields(ModelConfig)})
+  config = config_lib.from_flag_values(ModelConfig)
   if config.kernel_size < config.stride or config.stride < 1:
     raise ValueError(f"--kernel_size={config.kernel_size} must be >= --stride={config.stride} "
                      ">= 1.")
-  if min(config.hidden, config.depth, config.attention_heads) < 1 or config.stft_weight < 0:
-    raise ValueError("--hidden, --depth and --attention_heads must be >= 1 and "
-                     "--stft_weight >= 0.")
+  config_lib.check_at_least(1, config, "hidden", "depth", "attention_heads",
+                            "attention_layers", "growth")
+  config_lib.check_at_least(0, config, "stft_weight")
   bottleneck = min(config.hidden * config.growth ** (config.depth - 1), config.max_hidden)
   if bottleneck % config.attention_heads:
     raise ValueError(f"The bottleneck has {bottleneck} channels, not divisible by "

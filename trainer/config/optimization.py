@@ -5,6 +5,7 @@ from typing import Optional
 
 from absl import flags
 
+from trainer import config as config_lib
 from trainer import step
 
 flags.DEFINE_float("learning_rate", 2e-3, "Peak learning rate.")
@@ -44,8 +45,7 @@ class OptimizationConfig:
 
 
 def from_flags(train_steps: int) -> OptimizationConfig:
-  config = OptimizationConfig(**{f.name: getattr(FLAGS, f.name)
-                                 for f in dataclasses.fields(OptimizationConfig)})
+  config = config_lib.from_flag_values(OptimizationConfig)
   if config.learning_rate <= 0:
     raise ValueError(f"--learning_rate must be positive, got {config.learning_rate}.")
   if config.schedule == "cosine" and not 0 <= config.warmup_steps < train_steps:

@@ -4,6 +4,8 @@ import dataclasses
 
 from absl import flags
 
+from trainer import config as config_lib
+
 flags.DEFINE_string("model_dir", "runs/default", "Checkpoints, TensorBoard logs and config.")
 flags.DEFINE_enum("mode", "train", ["train", "eval", "diagnose"],
                   "train (resumes from model_dir); eval of the latest checkpoint; diagnose: "
@@ -57,14 +59,10 @@ class RunConfig:
 
 
 def from_flags() -> RunConfig:
-  config = RunConfig(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(RunConfig)})
-  for name in ("global_batch_size", "train_steps", "steps_per_loop", "log_every",
-               "checkpoint_every", "keep_checkpoints", "cpu_replicas", "max_skipped_steps",
-               "diagnose_steps", "diagnose_warmup"):
-    if getattr(config, name) < 1:
-      raise ValueError(f"--{name} must be >= 1, got {getattr(config, name)}.")
-  if config.eval_every < 0 or config.eval_clips < 0:
-    raise ValueError("--eval_every and --eval_clips must be >= 0.")
-  if config.num_gpus is not None and config.num_gpus < 0:
-    raise ValueError(f"--num_gpus must be >= 0, got {config.num_gpus}.")
+  config = config_lib.from_flag_values(RunConfig)
+  config_lib.check_at_least(1, config, "global_batch_size", "train_steps", "steps_per_loop",
+                            "log_every", "checkpoint_every", "keep_checkpoints",
+                            "cpu_replicas", "max_skipped_steps", "diagnose_steps",
+                            "diagnose_warmup")
+  config_lib.check_at_least(0, config, "eval_every", "eval_clips", "num_gpus")
   return config
