@@ -1,6 +1,7 @@
 """Is training input-bound? Times input alone, the step alone and both, and says what to change.
 
-Three timed phases after warm-up, on the configured strategy and devices:
+Three timed phases after warm-up (taking turns, medians of 5 runs), on the
+configured strategy and devices:
   (a) input only: pull batches through the distributed iterator (no step);
   (b) step only: the compiled step on one batch cached and repeated;
   (c) both, as in training.
@@ -10,12 +11,15 @@ input headroom = rate(a) / rate(b); input-bound fraction = 1 - t(b) / t(c).
 import dataclasses
 import json
 import os
+import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
-BOUND_THRESHOLD = 0.1  # input-bound when more than 10% of step time waits for input
+# Input-bound when more than 15% of step time waits for input: repeated
+# measurements of one setup here differ by up to ~8%, so smaller fractions are noise.
+BOUND_THRESHOLD = 0.15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,12 +35,22 @@ class Setup:
   input_pipelines: int
 
 
-def time_phase(run_steps: Callable[[int], None], steps: int, warmup: int) -> float:
-  """Seconds per step of `run_steps(n)` over `steps` steps, after `warmup` steps."""
-  run_steps(warmup)
-  start = time.perf_counter()
-  run_steps(steps)
-  return (time.perf_counter() - start) / steps
+def time_phases(phases: Dict[str, Callable[[int], None]], steps: int, warmup: int,
+                repeats: int = 5) -> Dict[str, float]:
+  """Median seconds per step of each `run(steps)`, after `warmup` steps each.
+
+  The phases take turns, so a slow spell of the machine hits all of them
+  alike, and the median keeps one disturbed run from flipping the verdict.
+  """
+  for run in phases.values():
+    run(warmup)
+  times = {name: [] for name in phases}
+  for _ in range(repeats):
+    for name, run in phases.items():
+      start = time.perf_counter()
+      run(steps)
+      times[name].append((time.perf_counter() - start) / steps)
+  return {name: statistics.median(t) for name, t in times.items()}
 
 
 def input_only(strategy: tf.distribute.Strategy, iterator) -> Callable[[int], None]:
@@ -156,11 +170,11 @@ def diagnose(strategy: tf.distribute.Strategy, train_step, make_iterator: Callab
     steps: timed steps per phase.
     warmup: untimed steps before each phase (compiles, fills buffers).
   """
-  seconds = {
-      "input": time_phase(input_only(strategy, make_iterator(False)), steps, warmup),
-      "step": time_phase(steps_of(train_step, make_iterator(True)), steps, warmup),
-      "both": time_phase(steps_of(train_step, make_iterator(False)), steps, warmup),
-  }
+  seconds = time_phases({
+      "input": input_only(strategy, make_iterator(False)),
+      "step": steps_of(train_step, make_iterator(True)),
+      "both": steps_of(train_step, make_iterator(False)),
+  }, steps, warmup)
   result = report(seconds, examples_per_step=examples_per_step,
                   audio_seconds_per_example=audio_seconds_per_example, setup=setup)
   if model_dir:
