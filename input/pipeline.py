@@ -1,7 +1,7 @@
 """tf.data pipelines for `strategy.distribute_datasets_from_function`: shard, interleave, batch, parse, prefetch."""
 
 import math
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 from absl import logging
 import numpy as np
@@ -13,7 +13,6 @@ import ops
 from ops import random
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
-Batch = Dict[str, tf.Tensor]
 
 
 def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,

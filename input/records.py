@@ -8,6 +8,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from input import files
+
 # User-facing names -> TFRecord compression types. TFRecordDataset reads any
 # other string silently as uncompressed, so nothing else may reach it.
 COMPRESSIONS = {"none": "", "zlib": "ZLIB", "gzip": "GZIP"}
@@ -198,10 +200,7 @@ class ShardWriter:
                         compression=self._compression,
                         shard_bytes=tuple(tf.io.gfile.stat(os.path.join(self._dir, n)).length
                                           for n in self._names))
-    path = manifest_path(self._dir, self._split)
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-      f.write(manifest.to_json())
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    files.write_text(manifest_path(self._dir, self._split), manifest.to_json())
     return manifest
 
   def abort(self):

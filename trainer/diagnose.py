@@ -9,13 +9,14 @@ input headroom = rate(a) / rate(b); input-bound fraction = 1 - t(b) / t(c).
 """
 
 import dataclasses
-import json
 import os
 import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
+
+from input import files
 
 # Input-bound when more than 15% of step time waits for input: repeated
 # measurements of one setup here differ by up to ~8%, so smaller fractions are noise.
@@ -119,6 +120,10 @@ def causes(setup: Setup, *, bound: bool, headroom: float) -> List[str]:
   if bound and setup.num_shards < setup.input_pipelines:
     out.append(f"{setup.num_shards} shards for {setup.input_pipelines} input pipelines: every "
                "pipeline reads every file; write more shards (input.prepare --num_shards).")
+  if bound and setup.per_replica_batch < 8:
+    out.append(f"{setup.per_replica_batch} examples per replica per step: each batch pays the "
+               "pipeline's per-batch costs (parse call, transfer); a larger --global_batch_size "
+               "amortises them.")
   if bound:
     out.append("More host CPU for preprocessing: run the pipeline on tf.data service workers, "
                "or on a machine with more cores per accelerator.")
@@ -132,16 +137,6 @@ def causes(setup: Setup, *, bound: bool, headroom: float) -> List[str]:
     out.append(f"--shuffle_buffer_mb={setup.shuffle_buffer_mb:g} fills slowly at start and "
                "holds much host RAM; 1-2 GB mixes long corpora well enough.")
   return out
-
-
-def write(result: dict, model_dir: str) -> str:
-  """Writes the diagnosis as model_dir/diagnosis.json (via a temporary name)."""
-  os.makedirs(model_dir, exist_ok=True)
-  path = os.path.join(model_dir, "diagnosis.json")
-  with open(path + ".tmp", "w") as f:
-    json.dump(result, f, indent=2)
-  os.replace(path + ".tmp", path)
-  return path
 
 
 def format_report(result: dict) -> str:
@@ -178,5 +173,5 @@ def diagnose(strategy: tf.distribute.Strategy, train_step, make_iterator: Callab
   result = report(seconds, examples_per_step=examples_per_step,
                   audio_seconds_per_example=audio_seconds_per_example, setup=setup)
   if model_dir:
-    result["path"] = write(result, model_dir)
+    result["path"] = files.write_json(os.path.join(model_dir, "diagnosis.json"), result)
   return result

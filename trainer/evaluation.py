@@ -1,12 +1,13 @@
 """Distributed evaluation: exact weighted loss, SI-SDR and its improvement, plus clips for TensorBoard."""
 
-import json
 import os
 from typing import Callable, Dict
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
+
+from input import files
 
 from trainer import losses
 from trainer import metrics
@@ -72,10 +73,8 @@ class PeriodicEval:
   def __call__(self, step: int) -> Dict[str, float]:
     results, clips = self._evaluator.evaluate(clips=self._clips)
     write_summaries(self._writer, step, results, clips, self._sample_rate)
-    path = os.path.join(self._out_dir, "eval_results.json")
-    with open(path + ".tmp", "w") as f:
-      json.dump(dict({k: float(v) for k, v in results.items()}, step=step), f, indent=2)
-    os.replace(path + ".tmp", path)
+    files.write_json(os.path.join(self._out_dir, "eval_results.json"),
+                     dict({k: float(v) for k, v in results.items()}, step=step))
     logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
                  "%.2f dB over %d examples", step, results["loss"], results["si_sdr"],
                  results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"])

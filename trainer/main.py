@@ -15,6 +15,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from input import files
 from input import pipeline
 from input import records
 from input import synthetic
@@ -89,10 +90,7 @@ def write_or_check_description(model_dir: str, description: dict):
                        f"describe {description}. Use the same model flags, or a new "
                        "--model_dir.")
     return
-  os.makedirs(model_dir, exist_ok=True)
-  with open(path + ".tmp", "w") as f:
-    json.dump(description, f, indent=2)
-  os.replace(path + ".tmp", path)
+  files.write_json(path, description)
 
 
 def build_train_step(configs: Configs, strategy, description: dict, sample_rate: int):

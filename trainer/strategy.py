@@ -3,7 +3,7 @@
 import atexit
 import shutil
 import tempfile
-from typing import List, Optional
+from typing import Optional
 
 from absl import logging
 import tensorflow as tf
@@ -42,7 +42,7 @@ def make(kind: str, *, num_gpus: Optional[int] = None,
     return tf.distribute.MultiWorkerMirroredStrategy()
   if cpu_replicas > 1 and not num_gpus:
     split_cpu(cpu_replicas)
-    return tf.distribute.MirroredStrategy(_cpu_devices(cpu_replicas))
+    return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(cpu_replicas)])
   use = len(gpus) if num_gpus is None else num_gpus
   devices = [f"/gpu:{i}" for i in range(use)] or ["/cpu:0"]
   if kind == "one_device":
@@ -51,10 +51,6 @@ def make(kind: str, *, num_gpus: Optional[int] = None,
     return tf.distribute.MirroredStrategy(devices)
   logging.info("Default strategy on %s.", devices[0])
   return tf.distribute.OneDeviceStrategy(devices[0])
-
-
-def _cpu_devices(replicas: int) -> List[str]:
-  return [f"/cpu:{i}" for i in range(replicas)]
 
 
 def worker(strategy: tf.distribute.Strategy):

@@ -58,6 +58,7 @@ class DiagnoseTest(tf.test.TestCase):
     self.assertLess(result["input_headroom"], 1.0)
     self.assertTrue(any("--reverb=device" in c for c in result["causes"]))
     self.assertTrue(any("--compression=none" in c for c in result["causes"]))
+    self.assertTrue(any("--global_batch_size" in c for c in result["causes"]))
 
   def test_fast_pipeline_is_not_input_bound(self):
     result = self.run_diagnosis(0.0)

@@ -1,0 +1,29 @@
+"""Tests for input.files: atomic text and JSON writes."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from input import files
+
+
+class FilesTest(tf.test.TestCase):
+
+  def test_json_round_trip_creates_directories_and_leaves_no_temporary(self):
+    path = os.path.join(self.create_tempdir().full_path, "a", "b", "report.json")
+    self.assertEqual(files.write_json(path, {"x": 1.5, "y": [1, 2]}), path)
+    with open(path) as f:
+      self.assertEqual(json.load(f), {"x": 1.5, "y": [1, 2]})
+    self.assertEqual(os.listdir(os.path.dirname(path)), ["report.json"])
+
+  def test_rewrite_replaces_the_whole_file(self):
+    path = os.path.join(self.create_tempdir().full_path, "note.txt")
+    files.write_text(path, "a much longer first version\n")
+    files.write_text(path, "short\n")
+    with open(path) as f:
+      self.assertEqual(f.read(), "short\n")
+
+
+if __name__ == "__main__":
+  tf.test.main()
