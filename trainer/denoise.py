@@ -43,17 +43,24 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
   return (out / np.maximum(weight, 1e-8)).astype(np.float32)
 
 
+def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,
+                   overlap_seconds: float = 0.5) -> np.ndarray:
+  """`signal` (mono float32 at `rate`) enhanced by a loaded SavedModel; same rate and length."""
+  model_rate = int(module.sample_rate.numpy())
+  at_model_rate = audio.resample(signal, rate, model_rate, name="input")
+  enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
+                     overlap=int(overlap_seconds * model_rate))
+  enhanced = audio.resample(enhanced, model_rate, rate, name="output")
+  return np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
+
+
 def denoise_file(saved_model: str, input_path: str, output_path: str, *,
                  chunk_seconds: float = 10.0, overlap_seconds: float = 0.5) -> int:
   """Writes the enhanced `input_path` to `output_path`; returns its number of samples."""
   module = tf.saved_model.load(saved_model)
-  model_rate = int(module.sample_rate.numpy())
   signal, rate = audio.load(input_path)
-  at_model_rate = audio.resample(signal, rate, model_rate, name=input_path)
-  enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
-                     overlap=int(overlap_seconds * model_rate))
-  enhanced = audio.resample(enhanced, model_rate, rate, name=input_path)
-  enhanced = np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
+  enhanced = denoise_signal(module, signal, rate, chunk_seconds=chunk_seconds,
+                            overlap_seconds=overlap_seconds)
   wav = tf.audio.encode_wav(np.clip(enhanced, -1.0, 32767 / 32768)[:, None], rate)
   tmp = output_path + ".tmp"
   tf.io.write_file(tmp, wav)

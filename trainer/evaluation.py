@@ -1,4 +1,4 @@
-"""Distributed evaluation: exact weighted loss, SI-SDR and its improvement, plus clips for TensorBoard."""
+"""Distributed evaluation: exact weighted loss, SI-SDR and its improvement, PESQ and STOI, plus clips for TensorBoard."""
 
 import os
 from typing import Callable, Dict
@@ -11,15 +11,24 @@ from input import files
 
 from trainer import losses
 from trainer import metrics
+from trainer import perceptual
 
 
 class Evaluator:
-  """One pass over a distributed eval dataset (`{noisy, clean, weight}` batches)."""
+  """One pass over a distributed eval dataset (`{noisy, clean, weight}` batches).
+
+  SI-SDR and the loss are exact weighted means over every example. PESQ and
+  STOI (host-side, optional packages) cover the first `perceptual_examples`
+  examples this worker sees, for the noisy input and the enhanced output.
+  """
 
   def __init__(self, strategy: tf.distribute.Strategy, model, loss_fn: Callable,
-               dataset: tf.distribute.DistributedDataset, *, precision_dtype=tf.float32):
+               dataset: tf.distribute.DistributedDataset, *, sample_rate: int,
+               precision_dtype=tf.float32, perceptual_examples: int = 0):
     self._strategy, self._model, self._loss_fn = strategy, model, loss_fn
     self._dataset, self._dtype = dataset, precision_dtype
+    self._sample_rate = sample_rate
+    self._perceptual_examples = perceptual_examples if perceptual.missing() is None else 0
     self._step = tf.function(self._distributed_step)
 
   def _replica_step(self, batch):
@@ -40,24 +49,41 @@ class Evaluator:
     return reduced, enhanced
 
   def evaluate(self, *, clips: int = 0):
-    """Returns `(metrics, clips)`: weighted means over every eval example exactly once,
-    and up to `clips` (noisy, enhanced, clean) float32 arrays from the first batch."""
-    totals, examples = {}, None
+    """Returns `(metrics, clips)`: the metrics over the eval split, and up to `clips`
+    (noisy, enhanced, clean) float32 arrays from the first batch."""
+    totals, examples, kept = {}, None, []
     for batch in self._dataset:
       sums, enhanced = self._step(batch)
       for key, value in sums.items():
         totals[key] = totals.get(key, 0.0) + float(value)
-      if examples is None and clips:
-        local = lambda t: self._strategy.experimental_local_results(t)[0].numpy()[:clips]  # pylint: disable=g-long-lambda
-        weight = local(batch["weight"]) > 0
-        examples = [(n, e, c) for n, e, c, w in zip(
-            local(batch["noisy"]), local(enhanced), local(batch["clean"]), weight) if w]
+      if (clips and examples is None) or len(kept) < self._perceptual_examples:
+        host = self._host_examples(batch, enhanced)
+        examples = host[:clips] if examples is None else examples
+        kept += host[:self._perceptual_examples - len(kept)]
     if not totals or totals["examples"] == 0:
       raise ValueError("The eval split delivered no examples.")
     count = totals.pop("examples")
     results = {k: v / count for k, v in totals.items()}
     results["examples"] = count
+    results.update(perceptual_means(kept, self._sample_rate))
     return results, examples or []
+
+  def _host_examples(self, batch, enhanced):
+    """This worker's real (weight > 0) examples as (noisy, enhanced, clean) NumPy arrays."""
+    local = lambda t: np.concatenate(  # pylint: disable=g-long-lambda
+        [x.numpy() for x in self._strategy.experimental_local_results(t)])
+    noisy, clean, weight = local(batch["noisy"]), local(batch["clean"]), local(batch["weight"])
+    return [(n, e, c) for n, e, c, w in zip(noisy, local(enhanced), clean, weight) if w > 0]
+
+
+def perceptual_means(examples, sample_rate: int) -> Dict[str, float]:
+  """Mean PESQ and STOI of the noisy and enhanced signals of `(noisy, enhanced, clean)`
+  examples (those PESQ finds no speech in are left out); {} for no examples."""
+  if not examples:
+    return {}
+  rows = [dict(**{f"{k}_noisy": v for k, v in perceptual.scores(c, n, sample_rate).items()},
+               **perceptual.scores(c, e, sample_rate)) for n, e, c in examples]
+  return {key: float(np.nanmean([row[key] for row in rows])) for key in rows[0]}
 
 
 class PeriodicEval:
@@ -76,10 +102,18 @@ class PeriodicEval:
     files.write_json(os.path.join(self._out_dir, "eval_results.json"),
                      dict({k: float(v) for k, v in results.items()}, step=step))
     logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
-                 "%.2f dB over %d examples", step, results["loss"], results["si_sdr"],
-                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"])
+                 "%.2f dB over %d examples%s", step, results["loss"], results["si_sdr"],
+                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"],
+                 _perceptual_text(results))
     self.last_step = step
     return results
+
+
+def _perceptual_text(results: Dict[str, float]) -> str:
+  if "pesq" not in results:
+    return f"; no PESQ/STOI: {perceptual.missing()}" if perceptual.missing() else ""
+  return (f"; PESQ {results['pesq']:.2f} (noisy {results['pesq_noisy']:.2f}), STOI "
+          f"{results['stoi']:.3f} (noisy {results['stoi_noisy']:.3f})")
 
 
 def write_summaries(writer, step: int, results: Dict[str, float], clips, sample_rate: int):

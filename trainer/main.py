@@ -171,7 +171,9 @@ def run(configs: Configs) -> str:
             strategy, train_step.model, loss_fn,
             pipeline.distribute(strategy, pipeline.make_eval_dataset_fn(
                 eval_manifest, global_batch_size=run_cfg.global_batch_size)),
-            precision_dtype=step_lib.compute_dtype(configs.optimization.precision)),
+            sample_rate=eval_manifest.sample_rate,
+            precision_dtype=step_lib.compute_dtype(configs.optimization.precision),
+            perceptual_examples=run_cfg.eval_perceptual_examples),
         out_dir=out_dir, sample_rate=eval_manifest.sample_rate, clips=run_cfg.eval_clips)
   if run_cfg.mode == "eval":
     if evaluate is None:

@@ -7,6 +7,7 @@ from typing import Optional
 from absl import flags
 
 from input import service
+from input import synthetic
 from trainer import config as config_lib
 
 flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and shards "
@@ -14,7 +15,7 @@ flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and 
 flags.DEFINE_bool("synthetic", True, "Without --data_dir, train on the synthetic corpus "
                   "(generated on first use in --synthetic_dir).")
 flags.DEFINE_string("synthetic_dir", None, "Where the synthetic corpus lives "
-                    "(default: <model_dir>/../synthetic-<rate>Hz-<seconds>s).")
+                    "(default: <model_dir>/../synthetic-v<version>-<rate>Hz-<seconds>s-<examples>).")
 flags.DEFINE_integer("synthetic_examples", 256, "Synthetic training examples.")
 flags.DEFINE_integer("synthetic_eval_examples", 16, "Synthetic eval examples.")
 flags.DEFINE_float("synthetic_seconds", 1.0, "Length of each synthetic example.")
@@ -92,6 +93,6 @@ def from_flags(model_dir: str) -> DataConfig:
   if data_dir is None:
     synthetic_dir = FLAGS.synthetic_dir or os.path.join(
         os.path.dirname(os.path.abspath(model_dir)),
-        f"synthetic-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
+        f"synthetic-v{synthetic.VERSION}-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
         f"{FLAGS.synthetic_examples}")
   return config_lib.from_flag_values(DataConfig, synthetic_dir=synthetic_dir)

@@ -27,6 +27,8 @@ flags.DEFINE_integer("checkpoint_every", 100, "Steps between checkpoints.")
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints to keep.")
 flags.DEFINE_integer("eval_every", 150, "Steps between evaluations (0: only at the end).")
 flags.DEFINE_integer("eval_clips", 3, "Audio clips and spectrograms written per evaluation.")
+flags.DEFINE_integer("eval_perceptual_examples", 32, "Eval examples scored with PESQ and STOI "
+                     "on the host (needs pip install -e '.[metrics]'; 0: none).")
 flags.DEFINE_integer("max_skipped_steps", 50, "Stop after this many non-finite steps in a row.")
 flags.DEFINE_integer("seed", 0, "Seed of model init, input order and augmentation draws.")
 flags.DEFINE_enum("jit_compile", "auto", ["auto", "on", "off"],
@@ -51,6 +53,7 @@ class RunConfig:
   keep_checkpoints: int
   eval_every: int
   eval_clips: int
+  eval_perceptual_examples: int
   max_skipped_steps: int
   seed: int
   jit_compile: str
@@ -64,5 +67,6 @@ def from_flags() -> RunConfig:
                             "log_every", "checkpoint_every", "keep_checkpoints",
                             "cpu_replicas", "max_skipped_steps", "diagnose_steps",
                             "diagnose_warmup")
-  config_lib.check_at_least(0, config, "eval_every", "eval_clips", "num_gpus")
+  config_lib.check_at_least(0, config, "eval_every", "eval_clips",
+                            "eval_perceptual_examples", "num_gpus")
   return config

@@ -1,0 +1,158 @@
+"""A held-out speech-in-noise set that the synthetic corpus generator never made.
+
+Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
+human voice at 48 kHz), festival voices (kal: diphones cut from real
+recordings; slt: HTS statistical), and espeak-ng formant voices, speaking
+Harvard sentences. Noise, made by other algorithms than input/noise.py: white,
+pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
+held-out voices other than the target's, and alsa's recorded Noise.wav.
+Everything comes from installed packages; nothing is downloaded.
+
+Install the voices: apt-get install alsa-utils festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
+"""
+
+import dataclasses
+import glob
+import os
+import shutil
+import subprocess
+from typing import Dict, List, Tuple
+
+import numpy as np
+from scipy import signal
+
+from input import audio
+
+ALSA_DIR = "/usr/share/sounds/alsa"
+SENTENCES = (
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+    "It's easy to tell the depth of a well.",
+    "These days a chicken leg is a rare dish.",
+    "Rice is often served in round bowls.",
+    "The juice of lemons makes fine punch.",
+    "The box was thrown beside the parked truck.",
+    "Four hours of steady work faced us.",
+)
+FESTIVAL_VOICES = {"festival-kal": "voice_kal_diphone",
+                   "festival-slt": "voice_cmu_us_slt_arctic_hts"}
+ESPEAK_VOICES = {"espeak-m": "en-us", "espeak-f": "en-us+f3", "espeak-gb": "en-gb+m3",
+                 "espeak-f2": "en+f4"}
+INSTALL = ("apt-get install alsa-utils festival festvox-kallpc16k festvox-us-slt-hts "
+           "espeak-ng")
+NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
+
+
+@dataclasses.dataclass(frozen=True)
+class Utterance:
+  source: str   # "real", "festival" or "espeak"
+  voice: str
+  signal: np.ndarray  # float32 at the set's rate
+
+
+def speech(rate: int, work_dir: str) -> Tuple[List[Utterance], List[str]]:
+  """Held-out utterances at `rate`, and notes on sources that are not installed."""
+  utterances, notes = [], []
+  real = sorted(f for f in glob.glob(os.path.join(ALSA_DIR, "*.wav"))
+                if not f.endswith("Noise.wav"))
+  if not real:
+    notes.append(f"no real recordings in {ALSA_DIR} ({INSTALL})")
+  for path in real:
+    utterances.append(Utterance("real", "alsa", _load(path, rate)))
+  os.makedirs(work_dir, exist_ok=True)
+  for voice, command in _synthesizers(notes).items():
+    for index, sentence in enumerate(SENTENCES[:3] if voice.startswith("festival") else
+                                     SENTENCES[3:5]):
+      path = os.path.join(work_dir, f"{voice}-{index}.wav")
+      if not os.path.exists(path):
+        subprocess.run(command(sentence, path + ".tmp.wav"), check=True,
+                       capture_output=True, input=sentence.encode())
+        os.replace(path + ".tmp.wav", path)
+      utterances.append(Utterance(voice.split("-")[0], voice, _load(path, rate)))
+  return utterances, notes
+
+
+def _synthesizers(notes: List[str]) -> Dict[str, callable]:
+  commands = {}
+  if shutil.which("text2wave"):
+    for voice, scheme in FESTIVAL_VOICES.items():
+      commands[voice] = lambda text, path, s=scheme: ["text2wave", "-eval", f"({s})", "-o",
+                                                      path]
+  else:
+    notes.append(f"festival not installed ({INSTALL})")
+  if shutil.which("espeak-ng"):
+    for voice, name in ESPEAK_VOICES.items():
+      commands[voice] = lambda text, path, v=name: ["espeak-ng", "-v", v, "-w", path, text]
+  else:
+    notes.append(f"espeak-ng not installed ({INSTALL})")
+  return commands
+
+
+def _load(path: str, rate: int) -> np.ndarray:
+  samples, file_rate = audio.load(path)
+  samples = audio.resample(samples, file_rate, rate, name=path)
+  active = np.flatnonzero(np.abs(samples) > 1e-3 * np.abs(samples).max())
+  samples = samples[max(0, active[0] - rate // 10):active[-1] + rate // 10]  # trim silence
+  return (samples / np.abs(samples).max() * 0.5).astype(np.float32)
+
+
+def noise(kind: str, rng: np.random.Generator, num_samples: int, rate: int,
+          others: List[np.ndarray]) -> np.ndarray:
+  """Unit-RMS held-out noise of `kind`; babble is made of `others` (other voices)."""
+  if kind == "white":
+    out = rng.normal(size=num_samples)
+  elif kind == "pink":
+    out = _voss_pink(rng, num_samples)
+  elif kind == "brown":
+    out = _leaky_brown(rng, num_samples, rate)
+  elif kind == "hum":
+    t = np.arange(num_samples) / rate
+    mains = rng.choice([50.0, 60.0])
+    out = sum(0.8 ** k * np.sin(2 * np.pi * k * mains * t + k) for k in range(1, 12))
+  elif kind == "babble":
+    out = np.zeros(num_samples)
+    for row in rng.choice(len(others), size=min(4, len(others)), replace=False):
+      tiled = np.resize(others[row], num_samples + len(others[row]))
+      start = int(rng.integers(0, len(others[row])))
+      out += _unit_rms(tiled[start:start + num_samples])
+  elif kind == "recorded":
+    recording = _load(os.path.join(ALSA_DIR, "Noise.wav"), rate)
+    out = np.resize(recording, num_samples)
+  else:
+    raise ValueError(f"Unknown noise {kind!r}: use one of {NOISES}.")
+  return _unit_rms(out)
+
+
+def _voss_pink(rng, num_samples, rows=16):
+  """Pink noise by the Voss-McCartney algorithm: row k is redrawn every 2^k samples."""
+  out = np.zeros(num_samples)
+  for k in range(rows):
+    held = rng.normal(size=num_samples // 2**k + 2)
+    out += np.repeat(held, 2**k)[:num_samples]
+  return out - out.mean()
+
+
+def _leaky_brown(rng, num_samples, rate):
+  """Brown noise: white noise through a leaky integrator (corner at 20 Hz)."""
+  leak = np.exp(-2 * np.pi * 20.0 / rate)
+  return signal.lfilter([1.0], [1.0, -leak], rng.normal(size=num_samples))
+
+
+def _unit_rms(x):
+  return x / (np.sqrt(np.mean(np.square(x))) + 1e-12)
+
+
+def mixtures(utterances: List[Utterance], snrs_db, rate: int, seed: int = 0):
+  """Yields `(utterance, noise kind, snr_db, noisy, clean)` for every utterance x noise x SNR
+  (noisy and clean scaled together so that noisy peaks below 0.99)."""
+  rng = np.random.default_rng(seed)
+  for utterance in utterances:
+    others = [u.signal for u in utterances if u.voice != utterance.voice]
+    clean = utterance.signal.astype(np.float64)
+    for kind in NOISES:
+      for snr_db in snrs_db:
+        noisy = clean + noise(kind, rng, len(clean), rate, others) * np.sqrt(
+            np.mean(clean**2)) / 10 ** (snr_db / 20)
+        scale = min(1.0, 0.99 / np.abs(noisy).max())
+        yield (utterance, kind, snr_db, (noisy * scale).astype(np.float32),
+               (clean * scale).astype(np.float32))
