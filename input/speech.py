@@ -23,6 +23,9 @@ WINDOW_FRAMES = 2     # filter frames of 2 hops (20 ms), zero-padded to 40 ms
 # Half-widths (seconds) of the smoothing that makes transitions: coarticulation of formants,
 # onset/offset ramps of the sources, and the pitch contour.
 FORMANT_GLIDE, GAIN_RAMP, PITCH_GLIDE = 0.045, 0.01, 0.06
+# Frication and breath noise relative to the voice (times the phone gains below): they set the
+# long-term spectrum above 3 kHz, matched to recordings' (about 20 dB under 100-400 Hz).
+FRICATION_LEVEL, BREATH_LEVEL = 5.0, 0.3
 
 # Average adult-male (F1, F2, F3) in Hz of American English vowels (Hillenbrand et al. 1995).
 VOWELS = {
@@ -94,7 +97,8 @@ class Talker:
   """A voice: size, pitch, quality and rate."""
   formant_scale: float
   pitch_hz: float
-  tilt_hz: float       # glottal source corner: lower is a softer, darker voice
+  tilt_hz: float       # glottal spectrum corner, near the pitch
+  tilt_power: float    # roll-off above it: 12 * power dB/octave before radiation
   breathiness: float   # aspiration during voicing, relative to voice
   jitter: float        # pitch period variation (fraction)
   shimmer: float       # pulse amplitude variation (fraction)
@@ -105,9 +109,11 @@ class Talker:
 def random_talker(rng: np.random.Generator) -> Talker:
   names = list(SPEAKERS)
   kind = names[rng.choice(len(names), p=[SPEAKERS[n][0] for n in names])]
-  _, scale, pitch = SPEAKERS[kind]
-  return Talker(formant_scale=rng.uniform(*scale), pitch_hz=rng.uniform(*pitch),
-                tilt_hz=rng.uniform(150.0, 500.0), breathiness=rng.uniform(0.02, 0.25),
+  _, scale, pitch_range = SPEAKERS[kind]
+  pitch_hz = rng.uniform(*pitch_range)
+  return Talker(formant_scale=rng.uniform(*scale), pitch_hz=pitch_hz,
+                tilt_hz=rng.uniform(0.3, 0.8) * pitch_hz, tilt_power=rng.uniform(1.0, 1.5),
+                breathiness=rng.uniform(0.01, 0.15),
                 jitter=rng.uniform(0.003, 0.02), shimmer=rng.uniform(0.02, 0.1),
                 rate=rng.uniform(0.75, 1.3), pitch_range=rng.uniform(0.08, 0.3))
 
@@ -251,22 +257,29 @@ def _render(rng, tracks, talker: Talker, hop: int, sample_rate: int) -> np.ndarr
   voice, aspiration, frication = (at_samples(tracks["gains"][:, i]) for i in range(3))
   window = WINDOW_FRAMES * hop
   frequencies = np.fft.rfftfreq(2 * window, 1.0 / sample_rate)
-  radiation = frequencies / np.sqrt(frequencies**2 + 80.0**2)         # no DC, lips
-  tract = _cascade(frequencies, tracks["formants"], talker) * radiation  # [frames, bins]
-  glottal = _tilt(_glottal_pulses(rng, pitch, talker, sample_rate) * voice,
-                  talker.tilt_hz, sample_rate)
-  white = rng.normal(size=(2, num_samples))
-  breath = (aspiration + talker.breathiness * voice) * 0.08
-  out = _filter_frames(glottal + white[0] * breath, tract, hop, window)
-  out += _filter_frames(white[1] * frication, _frication(frequencies, tracks["noise_hz"]),
-                        hop, window)
+  no_dc = frequencies**2 / (frequencies**2 + 60.0**2)  # 12 dB/octave under 60 Hz
+  tract = _cascade(frequencies, tracks["formants"], talker) * no_dc  # [frames, bins]
+  corner, power = talker.tilt_hz, talker.tilt_power
+  # Glottal flow (falling 12 * power dB/octave above the corner) differentiated by the lips'
+  # radiation (+6 dB/octave): the harmonics near the pitch are the strongest, as in real voices.
+  glottal = _time_invariant(_glottal_pulses(rng, pitch, talker, sample_rate),
+                            lambda f: (f / corner) / (1 + (f / corner) ** 2) ** power,
+                            sample_rate)
+  # The noise sources are set relative to the voice's level, so the tilt shapes only it.
+  level = np.sqrt(np.mean(np.square(glottal)))
+  breath = _time_invariant(rng.normal(size=num_samples), lambda f: 1 / np.sqrt(
+      1 + (f / 1500.0) ** 2), sample_rate)
+  breath *= (aspiration + talker.breathiness * voice) * level * BREATH_LEVEL / np.std(breath)
+  out = _filter_frames(glottal * voice + breath, tract, hop, window)
+  out += _filter_frames(rng.normal(size=num_samples) * frication * level * FRICATION_LEVEL,
+                        _frication(frequencies, tracks["noise_hz"]), hop, window)
   return out
 
 
-def _tilt(signal: np.ndarray, corner_hz: float, sample_rate: int) -> np.ndarray:
-  """The glottal source's -6 dB/octave roll-off above `corner_hz` (one-pole, via FFT)."""
+def _time_invariant(signal: np.ndarray, gain, sample_rate: int) -> np.ndarray:
+  """`signal` through the minimum-phase filter with magnitude `gain(frequencies_hz)`."""
   frequencies = np.fft.rfftfreq(len(signal), 1.0 / sample_rate)
-  response = _minimum_phase(1.0 / np.sqrt(1.0 + (frequencies / corner_hz) ** 2))
+  response = _minimum_phase(gain(np.maximum(frequencies, 1.0)))
   return np.fft.irfft(np.fft.rfft(signal) * response, n=len(signal))
 
 
@@ -277,7 +290,7 @@ def _glottal_pulses(rng, pitch: np.ndarray, talker: Talker, sample_rate: int) ->
   onsets = np.flatnonzero(np.diff(np.floor(cycles)) > 0) + 1
   pulses = np.zeros(len(pitch))
   pulses[onsets] = 1 + talker.shimmer * rng.normal(size=len(onsets))
-  return pulses * np.sqrt(pitch / 120.0)  # same loudness at any pitch
+  return pulses * np.sqrt(120.0 / pitch)  # pulses/s x energy/pulse: same power at any pitch
 
 
 def _cascade(frequencies: np.ndarray, formants: np.ndarray, talker: Talker) -> np.ndarray:
@@ -285,7 +298,7 @@ def _cascade(frequencies: np.ndarray, formants: np.ndarray, talker: Talker) -> n
   scale = talker.formant_scale
   upper = np.broadcast_to([3500.0 * scale, 4500.0 * scale], (len(formants), 2))
   centres = np.concatenate([formants, upper], axis=1)[:, :, None]        # [frames, 5, 1]
-  bandwidths = np.array([70.0, 100.0, 150.0, 250.0, 350.0])[None, :, None] * (
+  bandwidths = np.array([100.0, 120.0, 160.0, 250.0, 350.0])[None, :, None] * (
       1 + 2 * talker.breathiness)
   ratio = frequencies[None, None] / centres
   magnitude = 1.0 / np.sqrt((1 - ratio**2) ** 2 + (frequencies[None, None] * bandwidths

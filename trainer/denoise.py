@@ -21,26 +21,30 @@ from input import audio
 
 def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
             batch_size: int = 4) -> np.ndarray:
-  """Runs `denoise_fn([batch, chunk]) -> [batch, chunk]` over `signal` in cross-faded chunks."""
+  """Runs `denoise_fn([batch, chunk]) -> [batch, chunk]` over `signal` in cross-faded chunks.
+
+  No chunk is padded with silence (digital silence is not what the model was
+  trained on, and it skews the model's level normalisation): a signal shorter
+  than `chunk` is one chunk of its own length, and the last chunk of a longer
+  one ends at the signal's end, overlapping its neighbour by more.
+  """
   if not 0 <= overlap < chunk:
     raise ValueError(f"Need 0 <= overlap ({overlap}) < chunk ({chunk}) samples.")
+  if len(signal) <= chunk:
+    return np.asarray(denoise_fn(tf.constant(signal[None], tf.float32)))[0]
   hop = chunk - overlap
-  starts = list(range(0, max(len(signal) - overlap, 1), hop))
+  starts = list(range(0, len(signal) - chunk, hop)) + [len(signal) - chunk]
   ramp = np.minimum(1.0, np.minimum(np.arange(1, chunk + 1), np.arange(chunk, 0, -1))
                     / (overlap + 1))
   out, weight = np.zeros(len(signal)), np.zeros(len(signal))
   for first in range(0, len(starts), batch_size):
     group = starts[first:first + batch_size]
-    pieces = np.zeros([len(group), chunk], np.float32)
-    for row, start in enumerate(group):
-      piece = signal[start:start + chunk]
-      pieces[row, :len(piece)] = piece
+    pieces = np.stack([signal[start:start + chunk] for start in group]).astype(np.float32)
     enhanced = np.asarray(denoise_fn(tf.constant(pieces)))
     for row, start in enumerate(group):
-      length = min(chunk, len(signal) - start)
-      out[start:start + length] += enhanced[row, :length] * ramp[:length]
-      weight[start:start + length] += ramp[:length]
-  return (out / np.maximum(weight, 1e-8)).astype(np.float32)
+      out[start:start + chunk] += enhanced[row] * ramp
+      weight[start:start + chunk] += ramp
+  return (out / weight).astype(np.float32)
 
 
 def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,

@@ -23,21 +23,22 @@ def _init(shape, fan_in, seed):
 class Conv1D(tf.Module):
   """Conv1D over `[batch, time, channels]`; `causal` pads only on the left."""
 
-  def __init__(self, in_channels, out_channels, kernel_size, *, stride=1, causal=False,
-               seed=(0, 0), name=None):
+  def __init__(self, in_channels, out_channels, kernel_size, *, stride=1, dilation=1,
+               causal=False, seed=(0, 0), name=None):
     super().__init__(name=name)
     fan_in = in_channels * kernel_size
     self.kernel = tf.Variable(_init([kernel_size, in_channels, out_channels], fan_in, seed),
                               name="kernel")
     self.bias = tf.Variable(_init([out_channels], fan_in, [seed[0], seed[1] + 1]), name="bias")
-    self.stride, self.causal, self.kernel_size = stride, causal, kernel_size
+    self.stride, self.dilation = stride, dilation
+    self.causal, self.kernel_size = causal, kernel_size
 
   def __call__(self, x):
     kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
     if self.causal and self.kernel_size > 1:
-      x = tf.pad(x, [[0, 0], [self.kernel_size - 1, 0], [0, 0]])
-      return tf.nn.conv1d(x, kernel, self.stride, "VALID") + bias
-    return tf.nn.conv1d(x, kernel, self.stride, "SAME") + bias
+      x = tf.pad(x, [[0, 0], [(self.kernel_size - 1) * self.dilation, 0], [0, 0]])
+      return tf.nn.conv1d(x, kernel, self.stride, "VALID", dilations=self.dilation) + bias
+    return tf.nn.conv1d(x, kernel, self.stride, "SAME", dilations=self.dilation) + bias
 
 
 class ConvTranspose1D(tf.Module):

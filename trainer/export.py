@@ -13,6 +13,7 @@ from absl import flags
 import tensorflow as tf
 
 from trainer import denoiser
+from trainer import mask_denoiser
 
 CONFIG_FILE = "config.json"
 
@@ -31,8 +32,12 @@ class ExportedDenoiser(tf.Module):
     return self.model(waveform)
 
 
-def build_model(description: dict) -> denoiser.Denoiser:
-  """The model described by a model_dir's config.json."""
+def build_model(description: dict) -> tf.Module:
+  """The model described by a model_dir's config.json (written before "architecture"
+  existed, it describes a U-Net)."""
+  if description.get("architecture", "unet") == "mask":
+    return mask_denoiser.MaskDenoiser(**description["model"], seed=description["seed"],
+                                      sample_rate=description["sample_rate"])
   return denoiser.Denoiser(**description["model"], seed=description["seed"])
 
 

@@ -76,8 +76,8 @@ def manifests(data: data_config.DataConfig, seed: int, *, create: bool = True):
 
 def model_description(configs: Configs, sample_rate: int) -> dict:
   """What export and denoise need to rebuild the model; stored as model_dir/config.json."""
-  return dict(model=configs.model.model_kwargs(), sample_rate=sample_rate,
-              seed=configs.run.seed)
+  return dict(architecture=configs.model.architecture, model=configs.model.model_kwargs(),
+              sample_rate=sample_rate, seed=configs.run.seed)
 
 
 def write_or_check_description(model_dir: str, description: dict):
@@ -109,7 +109,8 @@ def build_train_step(configs: Configs, strategy, description: dict, sample_rate:
         growth_interval=opt.loss_scale_growth_interval)
   reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
                        keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
-  loss_fn = losses.DenoiseLoss(sample_rate, stft_weight=configs.model.stft_weight)
+  loss_fn = losses.DenoiseLoss(sample_rate, stft_weight=configs.model.stft_weight,
+                                waveform=configs.model.waveform_loss)
   train_step = step_lib.make_train_step(
       model, loss_fn, optimizer, strategy, global_batch_size=run_cfg.global_batch_size,
       loss_scale=loss_scale, precision=opt.precision,

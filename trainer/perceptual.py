@@ -37,6 +37,8 @@ def pesq_wb(reference: np.ndarray, estimate: np.ndarray, sample_rate: int) -> fl
   Returns NaN where PESQ finds no speech in the reference (e.g. silence).
   """
   import pesq  # pylint: disable=g-import-not-at-top
+  if not np.any(reference):
+    return float("nan")
   reference, estimate = (_at_pesq_rate(x, sample_rate) for x in (reference, estimate))
   score = pesq.pesq(PESQ_RATE, reference, estimate, "wb",
                     on_error=pesq.PesqError.RETURN_VALUES)

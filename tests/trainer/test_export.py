@@ -67,6 +67,21 @@ class EnhanceTest(tf.test.TestCase):
       out = denoise.enhance(halve, signal, chunk=chunk, overlap=overlap, batch_size=3)
       self.assertAllClose(out, 0.5 * signal, atol=1e-6)
 
+  def test_the_model_never_sees_silence_padding(self):
+    signal = np.random.default_rng(2).normal(size=10007).astype(np.float32)  # no exact zeros
+    seen = []
+
+    def record(pieces):
+      seen.append(pieces.numpy())
+      return pieces
+
+    for chunk in (1000, 3000, 10007, 50000):
+      seen.clear()
+      out = denoise.enhance(record, signal, chunk=chunk, overlap=100)
+      self.assertAllClose(out, signal, atol=1e-6)
+      self.assertTrue(all(np.all(p != 0) for p in seen), chunk)
+      self.assertEqual({p.shape[1] for p in seen}, {min(chunk, len(signal))})
+
   def test_bad_overlap(self):
     with self.assertRaisesRegex(ValueError, "overlap"):
       denoise.enhance(lambda x: x, np.zeros(10), chunk=100, overlap=100)

@@ -77,7 +77,8 @@ class TrainEndToEndTest(tf.test.TestCase):
          "replica_1/loss", "replica_1/grad_norm"},
         summary_tags(os.path.join(model_dir, "train")))
     self.assertContainsSubset(
-        {"eval/loss", "eval/si_sdr", "eval/si_sdr_improvement", "clip_0/noisy",
+        {"eval/loss", "eval/si_sdr", "eval/si_sdr_improvement", "eval/pesq",
+         "eval/pesq_noisy", "eval/stoi", "eval/stoi_noisy", "clip_0/noisy",
          "clip_1/enhanced", "clip_0/clean_spectrogram"},
         summary_tags(os.path.join(model_dir, "eval")))
     self.assertIn("eval at step 20", self.straight.stderr)

@@ -1,4 +1,4 @@
-"""Model flags: the Demucs-style U-Net's shape and the loss."""
+"""Model flags: the architecture (waveform U-Net or spectral mask), its shape and the loss."""
 
 import dataclasses
 
@@ -6,15 +6,29 @@ from absl import flags
 
 from trainer import config as config_lib
 
-flags.DEFINE_integer("hidden", 16, "Channels of the first encoder layer.")
-flags.DEFINE_integer("depth", 3, "Encoder/decoder layers.")
-flags.DEFINE_integer("kernel_size", 8, "Conv kernel size (>= stride).")
-flags.DEFINE_integer("stride", 4, "Conv stride (time downsampling per layer).")
-flags.DEFINE_integer("growth", 2, "Channel growth per layer.")
-flags.DEFINE_integer("max_hidden", 10000, "Channel cap.")
+# The model-shape fields each architecture takes (the rest of ModelConfig is the loss's).
+ARCHITECTURES = {
+    "unet": ("hidden", "depth", "kernel_size", "stride", "growth", "max_hidden", "causal",
+             "attention_heads", "attention_layers"),
+    "mask": ("hidden", "depth", "kernel_size", "causal"),
+}
+
+flags.DEFINE_enum("architecture", "unet", sorted(ARCHITECTURES),
+                  "unet: the Demucs-style waveform U-Net (trainer/denoiser.py); mask: a "
+                  "spectral-mask model over the STFT (trainer/mask_denoiser.py).")
+flags.DEFINE_integer("hidden", 16, "unet: channels of the first encoder layer; mask: "
+                     "channels of the conv stack.")
+flags.DEFINE_integer("depth", 3, "unet: encoder/decoder layers; mask: residual blocks "
+                     "(dilations 1, 2, 4, ...).")
+flags.DEFINE_integer("kernel_size", 8, "Conv kernel size (unet: >= stride; mask: frames).")
+flags.DEFINE_integer("stride", 4, "unet: conv stride (time downsampling per layer).")
+flags.DEFINE_integer("growth", 2, "unet: channel growth per layer.")
+flags.DEFINE_integer("max_hidden", 10000, "unet: channel cap.")
 flags.DEFINE_bool("causal", False, "No look-ahead (streaming-capable) model.")
-flags.DEFINE_integer("attention_heads", 4, "Heads of the bottleneck self-attention.")
-flags.DEFINE_integer("attention_layers", 1, "Bottleneck self-attention blocks.")
+flags.DEFINE_integer("attention_heads", 4, "unet: heads of the bottleneck self-attention.")
+flags.DEFINE_integer("attention_layers", 1, "unet: bottleneck self-attention blocks.")
+flags.DEFINE_enum("waveform_loss", "l1", ["l1", "si_sdr"],
+                  "Waveform term of the loss: L1, or -SI-SDR in dB (scale-free).")
 flags.DEFINE_float("stft_weight", 0.01, "Weight of the multi-resolution STFT loss "
                    "(0: waveform L1 only). Its terms are scale-free while L1 is in waveform "
                    "units (~0.01 at speech levels): 0.5 made it drown the L1 term, and on the "
@@ -25,6 +39,7 @@ FLAGS = flags.FLAGS
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
+  architecture: str
   hidden: int
   depth: int
   kernel_size: int
@@ -34,22 +49,24 @@ class ModelConfig:
   causal: bool
   attention_heads: int
   attention_layers: int
+  waveform_loss: str
   stft_weight: float
 
   def model_kwargs(self) -> dict:
-    fields = dataclasses.asdict(self)
-    del fields["stft_weight"]
-    return fields
+    """The architecture's constructor arguments (what config.json stores as "model")."""
+    return {name: getattr(self, name) for name in ARCHITECTURES[self.architecture]}
 
 
 def from_flags() -> ModelConfig:
   config = config_lib.from_flag_values(ModelConfig)
+  config_lib.check_at_least(1, config, "hidden", "depth", "kernel_size")
+  config_lib.check_at_least(0, config, "stft_weight")
+  if config.architecture == "mask":
+    return config
   if config.kernel_size < config.stride or config.stride < 1:
     raise ValueError(f"--kernel_size={config.kernel_size} must be >= --stride={config.stride} "
                      ">= 1.")
-  config_lib.check_at_least(1, config, "hidden", "depth", "attention_heads",
-                            "attention_layers", "growth")
-  config_lib.check_at_least(0, config, "stft_weight")
+  config_lib.check_at_least(1, config, "attention_heads", "attention_layers", "growth")
   bottleneck = min(config.hidden * config.growth ** (config.depth - 1), config.max_hidden)
   if bottleneck % config.attention_heads:
     raise ValueError(f"The bottleneck has {bottleneck} channels, not divisible by "

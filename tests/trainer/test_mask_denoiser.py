@@ -1,0 +1,75 @@
+"""Tests for trainer.mask_denoiser: exact reconstruction, shapes and rates, level invariance, causality."""
+
+import numpy as np
+import tensorflow as tf
+
+from trainer import mask_denoiser
+
+RATE = 8000
+
+
+def open_mask(model):
+  """Saturates the mask at 1: the model must then give back its input."""
+  model.project_out.kernel.assign(tf.zeros_like(model.project_out.kernel))
+  model.project_out.bias.assign(tf.fill(model.project_out.bias.shape, 40.0))
+  return model
+
+
+class MaskDenoiserTest(tf.test.TestCase):
+
+  model = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=16, depth=3)
+
+  def test_open_mask_reconstructs_the_input_exactly(self):
+    model = open_mask(mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=8, depth=2))
+    for length in (100, 8001):
+      x = tf.random.normal([2, length])
+      self.assertAllClose(model(x), x, atol=1e-5)
+
+  def test_any_length_and_rate_in_same_length_out(self):
+    for rate, length in ((8000, 333), (16000, 16003), (48000, 4800)):
+      model = mask_denoiser.MaskDenoiser(sample_rate=rate, hidden=8, depth=2)
+      self.assertEqual(model(tf.random.normal([2, length])).shape, [2, length])
+      self.assertEqual(model.window, round(0.032 * rate))
+
+  def test_output_scales_with_input(self):
+    x = tf.random.normal([2, 4000])
+    self.assertAllClose(self.model(3.0 * x), 3.0 * self.model(x), rtol=1e-3, atol=1e-4)
+
+  def test_mask_only_attenuates(self):
+    x = tf.random.normal([1, 8000])
+    power = lambda s: tf.reduce_sum(tf.square(s))  # pylint: disable=g-long-lambda
+    self.assertLessEqual(float(power(self.model(x))), float(power(x)) * 1.01)
+
+  def test_bfloat16_compute_with_float32_variables(self):
+    x = tf.random.normal([2, 2000])
+    y16 = self.model(tf.cast(x, tf.bfloat16))
+    self.assertEqual(y16.dtype, tf.bfloat16)
+    self.assertTrue(all(v.dtype == tf.float32 for v in self.model.trainable_variables))
+    y32 = self.model(x)
+    self.assertAllClose(tf.cast(y16, tf.float32), y32,
+                        atol=0.05 * float(tf.reduce_max(tf.abs(y32))))
+
+  def test_causal_model_does_not_look_ahead(self):
+    model = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3, causal=True)
+    x = np.random.default_rng(0).normal(size=[1, 8000]).astype(np.float32)
+    changed = x.copy()
+    changed[:, 4000:] *= 10.0
+    y, y_changed = model(x), model(changed)
+    margin = model.window  # a frame reaches one window ahead of its first sample
+    self.assertAllClose(y[:, :4000 - margin], y_changed[:, :4000 - margin], atol=1e-5)
+    non_causal = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3)
+    self.assertNotAllClose(non_causal(x)[:, :4000 - margin],
+                           non_causal(changed)[:, :4000 - margin] , atol=1e-5)
+
+  def test_checkpoint_holds_every_variable(self):
+    path = tf.train.Checkpoint(model=self.model).save(self.create_tempdir().full_path + "/c")
+    saved = [n for n in tf.train.list_variables(path) if n[0].startswith("model/")]
+    self.assertLen(saved, len(self.model.trainable_variables))
+
+  def test_bad_shapes(self):
+    with self.assertRaisesRegex(ValueError, "depth, hidden and kernel_size >= 1"):
+      mask_denoiser.MaskDenoiser(sample_rate=RATE, depth=0)
+
+
+if __name__ == "__main__":
+  tf.test.main()
