@@ -60,9 +60,24 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
       parse("--flagfile=flags/a100.flags")
 
+  def test_each_architecture_has_its_own_defaults_and_shape(self):
+    mask = parse()
+    self.assertEqual(mask.model.architecture, "mask")
+    self.assertEqual(mask.model.model_kwargs(),
+                     dict(hidden=128, depth=6, kernel_size=3, causal=False))
+    unet = parse("--architecture=unet")  # a kernel below --stride would be refused
+    self.assertEqual(unet.model.model_kwargs(),
+                     dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,
+                          max_hidden=10000, causal=False, attention_heads=4,
+                          attention_layers=1))
+    self.assertEqual(parse("--architecture=unet", "--hidden=24").model.hidden, 24)
+
   @parameterized.parameters(
-      (["--kernel_size=2"], "--kernel_size=2 must be >= --stride=4"),
-      (["--hidden=6", "--depth=1", "--attention_heads=4"], "not divisible by"),
+      (["--architecture=unet", "--kernel_size=2"], "--kernel_size=2 must be >= --stride=4"),
+      (["--architecture=unet", "--kernel_size=8", "--hidden=6", "--depth=1",
+        "--attention_heads=4"],
+       "not divisible by"),
+      (["--architecture=mask", "--depth=0"], "--depth must be >= 1"),
       (["--warmup_steps=500", "--train_steps=100"], "--warmup_steps=500"),
       (["--reverb_proba=2"], r"--reverb_proba must be in \[0, 1\]"),
       (["--steps_per_loop=0"], "--steps_per_loop must be >= 1"))

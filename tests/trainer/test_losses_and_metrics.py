@@ -17,6 +17,16 @@ class LossTest(tf.test.TestCase):
     self.assertAllClose(losses.DenoiseLoss(16000, stft_weight=0)(clean, 0.5 * clean),
                         losses.l1(clean, 0.5 * clean))
 
+  def test_si_sdr_waveform_loss_is_scale_free(self):
+    clean = tf.random.normal([3, 4000])
+    estimate = clean + 0.3 * tf.random.normal([3, 4000])
+    loss = losses.DenoiseLoss(16000, stft_weight=0, waveform="si_sdr")
+    self.assertAllClose(loss(clean, 5.0 * estimate), loss(clean, estimate), rtol=1e-4)
+    self.assertAllClose(loss(clean, estimate), -metrics.si_sdr(clean, estimate))
+    self.assertAllLess(loss(clean, clean), -60.0)
+    with self.assertRaisesRegex(ValueError, "Unknown waveform loss 'l2'"):
+      losses.DenoiseLoss(16000, waveform="l2")
+
   def test_resolutions_are_in_seconds(self):
     low, high = losses.DenoiseLoss(16000), losses.DenoiseLoss(48000)
     self.assertEqual(low.frames, [(240, 50), (600, 120), (1200, 240)])

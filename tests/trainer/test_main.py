@@ -101,8 +101,9 @@ class LearningTest(tf.test.TestCase):
   def test_short_cpu_run_improves_si_sdr(self):
     root = tempfile.mkdtemp()
     result = run_main("--flagfile=flags/cpu.flags", f"--model_dir={root}/run",
-                      f"--synthetic_dir={root}/synthetic", "--train_steps=200",
-                      "--eval_every=0")
+                      f"--synthetic_dir={root}/synthetic", "--synthetic_examples=200",
+                      "--synthetic_eval_examples=16", "--train_steps=300",
+                      "--warmup_steps=20", "--eval_every=0")
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     improvement = float(re.findall(r"improvement (-?[\d.]+) dB", result.stderr)[-1])
     self.assertGreater(improvement, 1.0)

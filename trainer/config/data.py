@@ -16,15 +16,15 @@ flags.DEFINE_bool("synthetic", True, "Without --data_dir, train on the synthetic
                   "(generated on first use in --synthetic_dir).")
 flags.DEFINE_string("synthetic_dir", None, "Where the synthetic corpus lives "
                     "(default: <model_dir>/../synthetic-v<version>-<rate>Hz-<seconds>s-<examples>).")
-flags.DEFINE_integer("synthetic_examples", 256, "Synthetic training examples.")
+flags.DEFINE_integer("synthetic_examples", 1000, "Synthetic training examples.")
 flags.DEFINE_integer("synthetic_eval_examples", 16, "Synthetic eval examples.")
-flags.DEFINE_float("synthetic_seconds", 1.0, "Length of each synthetic example.")
+flags.DEFINE_float("synthetic_seconds", 2.0, "Length of each synthetic example.")
 flags.DEFINE_integer("sample_rate", 16000, "Sample rate of the synthetic corpus "
                      "(real data: taken from its manifest).")
 flags.DEFINE_string("train_split", "train", "Split name for training.")
 flags.DEFINE_string("eval_split", "eval", "Split name for evaluation ('' to skip eval).")
-flags.DEFINE_float("crop_seconds", None, "Random crop per training example "
-                   "(default: the whole segment).")
+flags.DEFINE_float("crop_seconds", 1.0, "Random crop per training example (0: the whole "
+                   "segment).")
 flags.DEFINE_float("shuffle_buffer_mb", 256, "Shuffle buffer memory per input pipeline, "
                    "in MB of int16 records.")
 flags.DEFINE_integer("cycle_length", 8, "Shards read in parallel per input pipeline.")
@@ -35,7 +35,7 @@ flags.DEFINE_bool("deterministic_input", False, "Deterministic element order (sl
 flags.DEFINE_enum("reverb", "device", ["device", "host", "off"],
                   "Where RevEcho reverb augmentation runs: in the compiled step on the "
                   "accelerator, in the tf.data pipeline on the host, or not at all.")
-flags.DEFINE_float("reverb_proba", 0.5, "Probability that an example is reverberated.")
+flags.DEFINE_float("reverb_proba", 0.2, "Probability that an example is reverberated.")
 flags.DEFINE_float("reverb_keep_clean", 0.1, "Share of the clean reverb kept in the target.")
 flags.DEFINE_string("data_service", None, "grpc://host:port of a tf.data service dispatcher "
                     "(python -m input.service): run the training pipeline's reading and "
@@ -80,8 +80,9 @@ def from_flags(model_dir: str) -> DataConfig:
   if data_dir is None and not FLAGS.synthetic:
     raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
                      "on the generated corpus.")
-  if FLAGS.crop_seconds is not None and FLAGS.crop_seconds <= 0:
-    raise ValueError(f"--crop_seconds must be positive, got {FLAGS.crop_seconds}.")
+  if FLAGS.crop_seconds < 0:
+    raise ValueError(f"--crop_seconds must be >= 0 (0: the whole segment), got "
+                     f"{FLAGS.crop_seconds}.")
   config_lib.check_at_least(1, FLAGS, "synthetic_examples", "synthetic_eval_examples",
                             "cycle_length", "per_replica_buffer", "sample_rate")
   for name in ("reverb_proba", "reverb_keep_clean"):
@@ -95,4 +96,5 @@ def from_flags(model_dir: str) -> DataConfig:
         os.path.dirname(os.path.abspath(model_dir)),
         f"synthetic-v{synthetic.VERSION}-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
         f"{FLAGS.synthetic_examples}")
-  return config_lib.from_flag_values(DataConfig, synthetic_dir=synthetic_dir)
+  return config_lib.from_flag_values(DataConfig, synthetic_dir=synthetic_dir,
+                                     crop_seconds=FLAGS.crop_seconds or None)

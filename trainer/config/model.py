@@ -6,6 +6,9 @@ from absl import flags
 
 from trainer import config as config_lib
 
+# hidden, depth and kernel_size when their flags are unset: each architecture's small default.
+DEFAULTS = {"unet": dict(hidden=16, depth=3, kernel_size=8),
+            "mask": dict(hidden=128, depth=6, kernel_size=3)}
 # The model-shape fields each architecture takes (the rest of ModelConfig is the loss's).
 ARCHITECTURES = {
     "unet": ("hidden", "depth", "kernel_size", "stride", "growth", "max_hidden", "causal",
@@ -13,26 +16,29 @@ ARCHITECTURES = {
     "mask": ("hidden", "depth", "kernel_size", "causal"),
 }
 
-flags.DEFINE_enum("architecture", "unet", sorted(ARCHITECTURES),
-                  "unet: the Demucs-style waveform U-Net (trainer/denoiser.py); mask: a "
-                  "spectral-mask model over the STFT (trainer/mask_denoiser.py).")
-flags.DEFINE_integer("hidden", 16, "unet: channels of the first encoder layer; mask: "
-                     "channels of the conv stack.")
-flags.DEFINE_integer("depth", 3, "unet: encoder/decoder layers; mask: residual blocks "
-                     "(dilations 1, 2, 4, ...).")
-flags.DEFINE_integer("kernel_size", 8, "Conv kernel size (unet: >= stride; mask: frames).")
+flags.DEFINE_enum("architecture", "mask", sorted(ARCHITECTURES),
+                  "mask: a spectral-mask model over the STFT (trainer/mask_denoiser.py), the "
+                  "default: it learns from a CPU-minutes budget; unet: the Demucs-style "
+                  "waveform U-Net (trainer/denoiser.py), the GPU flagfiles' model.")
+flags.DEFINE_integer("hidden", None, "unet: channels of the first encoder layer; mask: "
+                     "channels of the conv stack (default: the architecture's).")
+flags.DEFINE_integer("depth", None, "unet: encoder/decoder layers; mask: residual blocks "
+                     "with dilations 1, 2, 4, ... (default: the architecture's).")
+flags.DEFINE_integer("kernel_size", None, "Conv kernel size; unet: samples, >= --stride; "
+                     "mask: frames (default: the architecture's).")
 flags.DEFINE_integer("stride", 4, "unet: conv stride (time downsampling per layer).")
 flags.DEFINE_integer("growth", 2, "unet: channel growth per layer.")
 flags.DEFINE_integer("max_hidden", 10000, "unet: channel cap.")
 flags.DEFINE_bool("causal", False, "No look-ahead (streaming-capable) model.")
 flags.DEFINE_integer("attention_heads", 4, "unet: heads of the bottleneck self-attention.")
 flags.DEFINE_integer("attention_layers", 1, "unet: bottleneck self-attention blocks.")
-flags.DEFINE_enum("waveform_loss", "l1", ["l1", "si_sdr"],
-                  "Waveform term of the loss: L1, or -SI-SDR in dB (scale-free).")
-flags.DEFINE_float("stft_weight", 0.01, "Weight of the multi-resolution STFT loss "
-                   "(0: waveform L1 only). Its terms are scale-free while L1 is in waveform "
-                   "units (~0.01 at speech levels): 0.5 made it drown the L1 term, and on the "
-                   "synthetic corpus 300 CPU steps reached +0.2 dB SI-SDRi vs +2.4 dB at 0.01.")
+flags.DEFINE_enum("waveform_loss", "si_sdr", ["l1", "si_sdr"],
+                  "Waveform term of the loss: -SI-SDR in dB (scale-free: quiet and loud "
+                  "examples count alike), or L1 in waveform units.")
+flags.DEFINE_float("stft_weight", 0.1, "Weight of the multi-resolution STFT loss (0: the "
+                   "waveform term only). Its terms are about 1-2; with -SI-SDR (about -10 "
+                   "dB) 0.1 makes it a light spectral anchor. With L1 (about 0.01 at speech "
+                   "levels) use about 0.01, or it drowns the L1 term.")
 
 FLAGS = flags.FLAGS
 
@@ -58,7 +64,9 @@ class ModelConfig:
 
 
 def from_flags() -> ModelConfig:
-  config = config_lib.from_flag_values(ModelConfig)
+  unset = {name: value for name, value in DEFAULTS[FLAGS.architecture].items()
+           if getattr(FLAGS, name) is None}
+  config = config_lib.from_flag_values(ModelConfig, **unset)
   config_lib.check_at_least(1, config, "hidden", "depth", "kernel_size")
   config_lib.check_at_least(0, config, "stft_weight")
   if config.architecture == "mask":

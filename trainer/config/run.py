@@ -20,12 +20,12 @@ flags.DEFINE_integer("num_gpus", None, "GPUs to use with mirrored (default: all 
 flags.DEFINE_integer("cpu_replicas", 1, "Split the CPU into this many logical devices and "
                      "mirror over them: try multi-replica runs without GPUs.")
 flags.DEFINE_integer("global_batch_size", 16, "Examples per step across all replicas.")
-flags.DEFINE_integer("train_steps", 300, "Total training steps.")
+flags.DEFINE_integer("train_steps", 2000, "Total training steps.")
 flags.DEFINE_integer("steps_per_loop", 10, "Steps per tf.function call (host round trip).")
-flags.DEFINE_integer("log_every", 50, "Steps between progress lines.")
-flags.DEFINE_integer("checkpoint_every", 100, "Steps between checkpoints.")
+flags.DEFINE_integer("log_every", 100, "Steps between progress lines.")
+flags.DEFINE_integer("checkpoint_every", 500, "Steps between checkpoints.")
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints to keep.")
-flags.DEFINE_integer("eval_every", 150, "Steps between evaluations (0: only at the end).")
+flags.DEFINE_integer("eval_every", 500, "Steps between evaluations (0: only at the end).")
 flags.DEFINE_integer("eval_clips", 3, "Audio clips and spectrograms written per evaluation.")
 flags.DEFINE_integer("eval_perceptual_examples", 32, "Eval examples scored with PESQ and STOI "
                      "on the host (needs pip install -e '.[metrics]'; 0: none).")
