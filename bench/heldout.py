@@ -142,14 +142,21 @@ def _unit_rms(x):
   return x / (np.sqrt(np.mean(np.square(x))) + 1e-12)
 
 
+def available_noises() -> Tuple[str, ...]:
+  """NOISES, less the recorded one when alsa-utils is not installed."""
+  if os.path.exists(os.path.join(ALSA_DIR, "Noise.wav")):
+    return NOISES
+  return tuple(n for n in NOISES if n != "recorded")
+
+
 def mixtures(utterances: List[Utterance], snrs_db, rate: int, seed: int = 0):
-  """Yields `(utterance, noise kind, snr_db, noisy, clean)` for every utterance x noise x SNR
-  (noisy and clean scaled together so that noisy peaks below 0.99)."""
+  """Yields `(utterance, noise kind, snr_db, noisy, clean)` for every utterance x available
+  noise x SNR (noisy and clean scaled together so that noisy peaks below 0.99)."""
   rng = np.random.default_rng(seed)
   for utterance in utterances:
     others = [u.signal for u in utterances if u.voice != utterance.voice]
     clean = utterance.signal.astype(np.float64)
-    for kind in NOISES:
+    for kind in available_noises():
       for snr_db in snrs_db:
         noisy = clean + noise(kind, rng, len(clean), rate, others) * np.sqrt(
             np.mean(clean**2)) / 10 ** (snr_db / 20)

@@ -1,9 +1,9 @@
 """Benchmark: training step time in float32 vs mixed_bfloat16 for the project's denoisers on this CPU.
 
 oneDNN may use AVX512-BF16/AMX for bf16 convolutions here; this reports, it
-does not assert. Models: the program's default (flags' defaults: hidden 16,
-depth 3, 1 s at 16 kHz) and the a100.flags model (hidden 48, depth 5) on 1 s
-at 48 kHz.
+does not assert. Models: a small U-Net (hidden 16, depth 3, 1 s at 16 kHz; the
+program's default before the spectral-mask model) and the a100.flags U-Net
+(hidden 48, depth 5) on 1 s at 48 kHz.
 
 Run: python -m bench.precision [--runs 5]
 """
@@ -23,7 +23,7 @@ from trainer import optim  # pylint: disable=g-import-not-at-top
 from trainer import step as step_lib  # pylint: disable=g-import-not-at-top
 
 MODELS = {  # name -> (model kwargs, sample rate, batch)
-    "default (hidden 16, depth 3), 16 kHz": (dict(hidden=16, depth=3), 16000, 8),
+    "small U-Net (hidden 16, depth 3), 16 kHz": (dict(hidden=16, depth=3), 16000, 8),
     "a100 (hidden 48, depth 5), 48 kHz": (dict(hidden=48, depth=5, attention_heads=8),
                                           48000, 2),
 }

@@ -55,6 +55,8 @@ def run(saved_models, work_dir: str, baselines: bool = True):
   if perceptual.missing():
     raise SystemExit(f"bench.quality needs PESQ and STOI: {perceptual.missing()}")
   utterances, notes = heldout.speech(RATE, work_dir)
+  if "recorded" not in heldout.available_noises():
+    notes.append(f"no recorded noise ({heldout.INSTALL})")
   for note in notes:
     print(f"note: {note}")
   if not utterances:
@@ -87,7 +89,8 @@ def print_tables(rows, utterances):
   names = list(dict.fromkeys(r[0] for r in rows))
   sources = collections.Counter(u.source for u in utterances)
   print(f"\nHeld-out set: {len(utterances)} utterances ({dict(sources)}), noises "
-        f"{', '.join(heldout.NOISES)}, SNR {SNRS_DB} dB, {len(rows) // len(names)} mixtures; "
+        f"{', '.join(heldout.available_noises())}, SNR {SNRS_DB} dB, "
+        f"{len(rows) // len(names)} mixtures; "
         f"{timing.machine()}\n")
   target = means(rows, lambda s, k, d: k in TARGET_NOISES)
   print("Average over white/pink/brown/hum/babble at 0-10 dB "
@@ -97,7 +100,7 @@ def print_tables(rows, utterances):
                      [[n, target[n]["si_sdr"], target[n]["si_sdr"] - base, target[n]["pesq"],
                        target[n]["stoi"]] for n in names]))
   for title, groups, keep in (
-      ("noise", heldout.NOISES, lambda g: lambda s, k, d: k == g),
+      ("noise", heldout.available_noises(), lambda g: lambda s, k, d: k == g),
       ("SNR dB", SNRS_DB, lambda g: lambda s, k, d: d == g and k in TARGET_NOISES),
       ("speech", sorted(sources), lambda g: lambda s, k, d: s == g and k in TARGET_NOISES)):
     print(f"\nBy {title}: SI-SDR dB / PESQ-WB / STOI\n")

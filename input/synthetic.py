@@ -111,6 +111,8 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
         make, range(num_examples))
     for index, (noisy, clean) in enumerate(pcm):
       yield noisy, clean, f"synth-{seed}-{index}"
+      if index == 0:
+        meter.restart(1)  # the first one also waited for the processes to start
       meter.update(index + 1)
 
   try:

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from tests.trainer import model_contract
 from trainer import mask_denoiser
 
 RATE = 8000
@@ -15,7 +16,7 @@ def open_mask(model):
   return model
 
 
-class MaskDenoiserTest(tf.test.TestCase):
+class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
 
   model = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=16, depth=3)
 
@@ -31,23 +32,10 @@ class MaskDenoiserTest(tf.test.TestCase):
       self.assertEqual(model(tf.random.normal([2, length])).shape, [2, length])
       self.assertEqual(model.window, round(0.032 * rate))
 
-  def test_output_scales_with_input(self):
-    x = tf.random.normal([2, 4000])
-    self.assertAllClose(self.model(3.0 * x), 3.0 * self.model(x), rtol=1e-3, atol=1e-4)
-
   def test_mask_only_attenuates(self):
     x = tf.random.normal([1, 8000])
     power = lambda s: tf.reduce_sum(tf.square(s))  # pylint: disable=g-long-lambda
     self.assertLessEqual(float(power(self.model(x))), float(power(x)) * 1.01)
-
-  def test_bfloat16_compute_with_float32_variables(self):
-    x = tf.random.normal([2, 2000])
-    y16 = self.model(tf.cast(x, tf.bfloat16))
-    self.assertEqual(y16.dtype, tf.bfloat16)
-    self.assertTrue(all(v.dtype == tf.float32 for v in self.model.trainable_variables))
-    y32 = self.model(x)
-    self.assertAllClose(tf.cast(y16, tf.float32), y32,
-                        atol=0.05 * float(tf.reduce_max(tf.abs(y32))))
 
   def test_causal_model_does_not_look_ahead(self):
     model = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3, causal=True)
@@ -60,11 +48,6 @@ class MaskDenoiserTest(tf.test.TestCase):
     non_causal = mask_denoiser.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3)
     self.assertNotAllClose(non_causal(x)[:, :4000 - margin],
                            non_causal(changed)[:, :4000 - margin] , atol=1e-5)
-
-  def test_checkpoint_holds_every_variable(self):
-    path = tf.train.Checkpoint(model=self.model).save(self.create_tempdir().full_path + "/c")
-    saved = [n for n in tf.train.list_variables(path) if n[0].startswith("model/")]
-    self.assertLen(saved, len(self.model.trainable_variables))
 
   def test_bad_shapes(self):
     with self.assertRaisesRegex(ValueError, "depth, hidden and kernel_size >= 1"):

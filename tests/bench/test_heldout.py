@@ -1,0 +1,54 @@
+"""Tests for bench.heldout: the held-out noises have their textbook slopes and the mixtures their SNRs."""
+
+import numpy as np
+import tensorflow as tf
+
+from bench import heldout
+
+RATE = 16000
+
+
+def slope_db_per_octave(x):
+  """Least-squares slope of the power spectrum over 100 Hz - 6.4 kHz, in dB per octave."""
+  power = np.abs(np.fft.rfft(x)) ** 2
+  hz = np.fft.rfftfreq(len(x), 1 / RATE)
+  keep = (hz > 100) & (hz < 6400)
+  return np.polyfit(np.log2(hz[keep]), 10 * np.log10(power[keep]), 1)[0]
+
+
+class HeldoutTest(tf.test.TestCase):
+
+  def test_coloured_noises_have_their_slopes(self):
+    rng = np.random.default_rng(0)
+    for kind, expected in (("white", 0.0), ("pink", -3.0), ("brown", -6.0)):
+      x = heldout.noise(kind, rng, 8 * RATE, RATE, others=[])
+      self.assertAllClose(np.sqrt(np.mean(x**2)), 1.0, rtol=1e-6)
+      self.assertAllClose(slope_db_per_octave(x), expected, atol=1.0, msg=kind)
+
+  def test_babble_is_made_of_the_other_voices(self):
+    t = np.arange(RATE) / RATE
+    others = [np.sin(2 * np.pi * f * t) for f in (300.0, 700.0)]
+    babble = heldout.noise("babble", np.random.default_rng(1), RATE, RATE, others)
+    power = np.abs(np.fft.rfft(babble)) ** 2
+    self.assertGreater(power[[300, 700]].sum() / power.sum(), 0.99)
+
+  def test_mixtures_hit_every_snr(self):
+    t = np.arange(RATE) / RATE
+    utterances = [heldout.Utterance("real", voice, (0.3 * np.sin(2 * np.pi * f * t)
+                                                    ).astype(np.float32))
+                  for voice, f in (("a", 200.0), ("b", 310.0))]
+    seen = set()
+    for utterance, kind, snr_db, noisy, clean in heldout.mixtures(
+        utterances, (0, 10), RATE):
+      if kind == "recorded":
+        continue  # only where alsa-utils is installed
+      seen.add((utterance.voice, kind, snr_db))
+      measured = 10 * np.log10(np.sum(clean.astype(np.float64) ** 2)
+                               / np.sum((noisy.astype(np.float64) - clean) ** 2))
+      self.assertAllClose(measured, snr_db, atol=0.01, msg=(kind, snr_db))
+      self.assertLess(np.abs(noisy).max(), 0.99 + 1e-6)
+    self.assertLen(seen, 2 * 5 * 2)
+
+
+if __name__ == "__main__":
+  tf.test.main()
