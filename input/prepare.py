@@ -87,7 +87,7 @@ def load_pair(pair: Pair, sample_rate: int) -> Tuple[np.ndarray, np.ndarray]:
 def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "train",
             sample_rate: int = 48000, segment_seconds: float = 10.0,
             hop_seconds: float = 10.0, drop_last: bool = False, num_shards: int = 16,
-            compression: str = "none") -> records.Manifest:
+            compression: str = "none", overwrite: bool = False) -> records.Manifest:
   """Writes the pairs under `noisy_dir`/`clean_dir` as a split; returns its manifest."""
   if segment_seconds <= 0 or hop_seconds <= 0 or sample_rate <= 0:
     raise ValueError("sample_rate, segment_seconds and hop_seconds must be positive.")
@@ -102,7 +102,7 @@ def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "tr
 
   with records.ShardWriter(output_dir, split, num_shards=num_shards,
                            sample_rate=sample_rate, segment_samples=segment,
-                           compression=compression) as writer:
+                           compression=compression, overwrite=overwrite) as writer:
     for done, pair in enumerate(pairs, 1):
       noisy, clean = load_pair(pair, sample_rate)
       for index, (noisy_piece, clean_piece) in enumerate(zip(
@@ -127,8 +127,8 @@ def main(argv):
                        split=FLAGS.split, sample_rate=FLAGS.sample_rate,
                        segment_seconds=FLAGS.segment_seconds, hop_seconds=FLAGS.hop_seconds,
                        drop_last=FLAGS.drop_last, num_shards=FLAGS.num_shards,
-                       compression=FLAGS.compression)
-  except ValueError as e:
+                       compression=FLAGS.compression, overwrite=FLAGS.overwrite)
+  except (ValueError, FileExistsError) as e:
     sys.exit(f"input.prepare: {e}")
   print(f"Wrote {manifest.num_examples} segments ({manifest.total_hours:.3f} h) in "
         f"{len(manifest.shards)} shards; manifest: "
@@ -148,5 +148,6 @@ if __name__ == "__main__":
   flags.DEFINE_integer("num_shards", 16, "TFRecord shards (>= the number of input pipelines).")
   flags.DEFINE_enum("compression", "none", sorted(records.COMPRESSIONS),
                     "TFRecord compression (none reads fastest; audio barely compresses).")
+  flags.DEFINE_bool("overwrite", False, "Replace the split if --output_dir already holds it.")
   flags.mark_flags_as_required(["noisy_dir", "clean_dir", "output_dir"])
   app.run(main)

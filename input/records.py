@@ -147,16 +147,23 @@ def _int(value: int) -> tf.train.Feature:
 class ShardWriter:
   """Writes examples round-robin into shards under temporary names.
 
-  Nothing looks valid until `close()`: shards are renamed into place and the
-  manifest is written last (itself via a temporary name). `abort()` (or leaving
+  An existing split is refused unless `overwrite`. Nothing looks valid until
+  `close()`: shards are renamed into place and the manifest is written last
+  (itself via a temporary name). `abort()` (or leaving
   a `with` block by an exception) removes every temporary file.
   """
 
   def __init__(self, output_dir: str, split: str, *, num_shards: int,
-               sample_rate: int, segment_samples: int, compression: str = "none"):
+               sample_rate: int, segment_samples: int, compression: str = "none",
+               overwrite: bool = False):
     if num_shards < 1:
       raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
     tfrecord_compression(compression)
+    existing = tf.io.gfile.glob(os.path.join(output_dir, f"{split}-*-of-*.tfrecord"))
+    if not overwrite and (existing or tf.io.gfile.exists(manifest_path(output_dir, split))):
+      raise FileExistsError(f"{output_dir} already holds split {split!r} ({len(existing)} "
+                            "shard(s)); nothing was changed. Pass overwrite (--overwrite) "
+                            "to replace it, or choose another split or directory.")
     tf.io.gfile.makedirs(output_dir)
     self._dir, self._split = output_dir, split
     self._sample_rate, self._segment_samples = sample_rate, segment_samples
@@ -188,6 +195,8 @@ class ShardWriter:
       raise ValueError(f"No examples were written for split {self._split!r}.")
     for writer in self._writers:
       writer.close()
+    if tf.io.gfile.exists(manifest_path(self._dir, self._split)):  # replacing a split: no
+      tf.io.gfile.remove(manifest_path(self._dir, self._split))  # reader may pair old and new
     for name in self._names:
       tf.io.gfile.rename(self._tmp(name), os.path.join(self._dir, name), overwrite=True)
     for stale in tf.io.gfile.glob(os.path.join(self._dir, f"{self._split}-*-of-*.tfrecord")):

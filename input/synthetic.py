@@ -17,6 +17,7 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
+import sys
 from typing import Tuple
 
 from absl import app
@@ -87,12 +88,13 @@ def _pcm_example(seed: int, num_samples: int, sample_rate: int, index: int):
 def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
                  seconds: float, sample_rate: int = 48000, seed: int = 0,
                  num_shards: int = 8, compression: str = "none",
-                 processes: int = 0) -> records.Manifest:
+                 processes: int = 0, overwrite: bool = False) -> records.Manifest:
   """Generates `num_examples` examples and writes them as a split; returns its manifest.
 
   Args:
     processes: generator processes (0: one per CPU core); corpora of fewer than
       64 examples are generated in this process.
+    overwrite: replace the split if `output_dir` holds it (else FileExistsError).
   """
   if num_examples < 1 or seconds <= 0 or sample_rate <= 0:
     raise ValueError("num_examples, seconds and sample_rate must be positive, got "
@@ -119,7 +121,7 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
     return records.write_split(examples(), output_dir, split,
                                num_shards=min(num_shards, num_examples),
                                sample_rate=sample_rate, segment_samples=num_samples,
-                               compression=compression)
+                               compression=compression, overwrite=overwrite)
   finally:
     if pool:
       pool.shutdown(cancel_futures=True)
@@ -138,11 +140,14 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  manifest = write_corpus(FLAGS.output_dir, split=FLAGS.split,
-                          num_examples=FLAGS.num_examples, seconds=FLAGS.seconds,
-                          sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
-                          num_shards=FLAGS.num_shards, compression=FLAGS.compression,
-                          processes=FLAGS.processes)
+  try:
+    manifest = write_corpus(FLAGS.output_dir, split=FLAGS.split,
+                            num_examples=FLAGS.num_examples, seconds=FLAGS.seconds,
+                            sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
+                            num_shards=FLAGS.num_shards, compression=FLAGS.compression,
+                            processes=FLAGS.processes, overwrite=FLAGS.overwrite)
+  except (ValueError, FileExistsError) as e:
+    sys.exit(f"input.synthetic: {e}")
   print(f"Wrote {manifest.num_examples} examples ({manifest.total_hours * 60:.1f} min) in "
         f"{len(manifest.shards)} shards to {FLAGS.output_dir}")
 
@@ -156,6 +161,7 @@ if __name__ == "__main__":
   flags.DEFINE_integer("seed", 0, "Corpus seed: same seed, same corpus.")
   flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
   flags.DEFINE_integer("processes", 0, "Generator processes (0: one per CPU core).")
+  flags.DEFINE_bool("overwrite", False, "Replace the split if --output_dir already holds it.")
   flags.DEFINE_enum("compression", "none", sorted(records.COMPRESSIONS),
                     "TFRecord compression (none is fastest to read; audio barely compresses).")
   flags.mark_flag_as_required("output_dir")

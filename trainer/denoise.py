@@ -10,6 +10,7 @@ WAV of the same length.
 
 import os
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
@@ -58,17 +59,45 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
   return np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
 
 
+def check_output(input_path: str, output_path: str, *, overwrite: bool):
+  """Raises unless writing `output_path` loses nothing: it is not a directory, not the input
+  file, and new (or `overwrite`)."""
+  if os.path.isdir(output_path):
+    raise ValueError(f"output {output_path} is a directory: name the .wav file to write.")
+  if not os.path.exists(output_path):
+    return
+  if os.path.samefile(output_path, input_path):
+    raise ValueError(f"output {output_path} is the input file, which would be replaced: "
+                     "write the enhanced audio to another file.")
+  if not overwrite:
+    raise FileExistsError(f"output {output_path} exists; pass overwrite (--overwrite) to "
+                          "replace it.")
+
+
 def denoise_file(saved_model: str, input_path: str, output_path: str, *,
-                 chunk_seconds: float = 10.0, overlap_seconds: float = 0.5) -> int:
-  """Writes the enhanced `input_path` to `output_path`; returns its number of samples."""
+                 chunk_seconds: float = 10.0, overlap_seconds: float = 0.5,
+                 overwrite: bool = False) -> int:
+  """Writes the enhanced `input_path` to `output_path`; returns its number of samples.
+
+  The WAV is written under a temporary name beside `output_path` and renamed
+  when complete; an existing output is replaced only with `overwrite`, the
+  input never.
+  """
+  check_output(input_path, output_path, overwrite=overwrite)
   module = tf.saved_model.load(saved_model)
   signal, rate = audio.load(input_path)
   enhanced = denoise_signal(module, signal, rate, chunk_seconds=chunk_seconds,
                             overlap_seconds=overlap_seconds)
   wav = tf.audio.encode_wav(np.clip(enhanced, -1.0, 32767 / 32768)[:, None], rate)
-  tmp = output_path + ".tmp"
-  tf.io.write_file(tmp, wav)
-  os.replace(tmp, output_path)
+  handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(output_path)),
+                                 prefix=f".{os.path.basename(output_path)}.", suffix=".tmp")
+  os.close(handle)
+  try:
+    tf.io.write_file(tmp, wav)
+    os.replace(tmp, output_path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
   return len(enhanced)
 
 
@@ -80,7 +109,8 @@ def main(argv):
   try:
     samples = denoise_file(FLAGS.saved_model, FLAGS.input, FLAGS.output,
                            chunk_seconds=FLAGS.chunk_seconds,
-                           overlap_seconds=FLAGS.overlap_seconds)
+                           overlap_seconds=FLAGS.overlap_seconds,
+                           overwrite=FLAGS.overwrite)
   except (ValueError, OSError) as e:
     sys.exit(f"trainer.denoise: {e}")
   print(f"Wrote {FLAGS.output} ({samples} samples)")
@@ -89,7 +119,8 @@ def main(argv):
 if __name__ == "__main__":
   flags.DEFINE_string("saved_model", None, "A directory written by trainer.export.")
   flags.DEFINE_string("input", None, "Noisy audio file (WAV or FLAC, any rate).")
-  flags.DEFINE_string("output", None, "Enhanced 16-bit WAV to write.")
+  flags.DEFINE_string("output", None, "Enhanced 16-bit WAV to write (not the input).")
+  flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
   flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
   flags.mark_flags_as_required(["saved_model", "input", "output"])

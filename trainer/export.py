@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
@@ -60,15 +61,51 @@ def restore_model(model_dir: str):
   return model, description["sample_rate"]
 
 
-def export(model_dir: str, output: str) -> str:
-  """Writes the SavedModel to `output` (via a temporary directory); returns `output`."""
+# What tf.saved_model.save writes: a directory holding only these is an earlier export.
+SAVED_MODEL_ENTRIES = {"saved_model.pb", "variables", "assets", "fingerprint.pb"}
+
+
+def check_output(model_dir: str, output: str, *, overwrite: bool):
+  """Raises unless writing `output` can lose nothing: it is not, nor contains, nor lies inside
+  the model_dir, and it is new, empty, or (with `overwrite`) an earlier export."""
+  out, run = os.path.realpath(output), os.path.realpath(model_dir)
+  if out == run or out.startswith(run + os.sep) or run.startswith(out + os.sep):
+    raise ValueError(f"output {output} overlaps the model_dir {model_dir}: an export is "
+                     "written apart from the run it comes from (e.g. exported/<name>).")
+  if not os.path.exists(output) or (os.path.isdir(output) and not os.listdir(output)):
+    return
+  entries = set(os.listdir(output)) if os.path.isdir(output) else set()
+  if "saved_model.pb" not in entries or not entries <= SAVED_MODEL_ENTRIES:
+    raise FileExistsError(f"output {output} exists and is not an earlier export; nothing "
+                          "was changed. Choose a new or empty directory.")
+  if not overwrite:
+    raise FileExistsError(f"output {output} holds an earlier export; pass overwrite "
+                          "(--overwrite) to replace it.")
+
+
+def export(model_dir: str, output: str, *, overwrite: bool = False) -> str:
+  """Writes the SavedModel to `output`; returns `output`.
+
+  It is written under a temporary name beside `output` and renamed into place
+  when complete; an earlier export is replaced only with `overwrite`, and
+  nothing else (least of all the model_dir) is ever removed.
+  """
+  check_output(model_dir, output, overwrite=overwrite)
   model, sample_rate = restore_model(model_dir)
   module = ExportedDenoiser(model, sample_rate)
-  tmp = output.rstrip("/") + ".tmp"
-  shutil.rmtree(tmp, ignore_errors=True)
-  tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
-  shutil.rmtree(output, ignore_errors=True)
-  os.replace(tmp, output)
+  output = output.rstrip("/")
+  parent = os.path.dirname(os.path.abspath(output))
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output)}.")
+  previous = tmp + ".previous"
+  try:
+    tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
+    if os.path.isdir(output):  # empty, or an earlier export (checked above): moved aside
+      os.rename(output, previous)  # first, so some complete export is always in place
+    os.replace(tmp, output)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(previous, ignore_errors=True)
   return output
 
 
@@ -78,14 +115,15 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   try:
-    path = export(FLAGS.model_dir, FLAGS.output)
-  except (FileNotFoundError, ValueError) as e:
+    path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite)
+  except (FileNotFoundError, FileExistsError, ValueError) as e:
     sys.exit(f"trainer.export: {e}")
   print(f"Exported to {path}")
 
 
 if __name__ == "__main__":
   flags.DEFINE_string("model_dir", None, "A trainer.main model_dir.")
-  flags.DEFINE_string("output", None, "SavedModel directory to write.")
+  flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty).")
+  flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main)

@@ -240,7 +240,7 @@ def main(argv):
   try:
     configs = Configs()
     outcome = run(configs)
-  except (ValueError, FileNotFoundError, loop.NonFiniteLoss) as e:
+  except (ValueError, FileNotFoundError, FileExistsError, loop.NonFiniteLoss) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")

@@ -6,7 +6,7 @@ from input import records
 
 
 def indexed_split(data_dir, *, num_examples, num_shards, segment_samples=64,
-                  sample_rate=8000, compression="none", split="train"):
+                  sample_rate=8000, compression="none", split="train", overwrite=False):
   """Example i has clean == i (as int16 PCM) everywhere and noisy == i + 1000 - sample."""
 
   def examples():
@@ -17,7 +17,7 @@ def indexed_split(data_dir, *, num_examples, num_shards, segment_samples=64,
 
   return records.write_split(examples(), data_dir, split, num_shards=num_shards,
                              sample_rate=sample_rate, segment_samples=segment_samples,
-                             compression=compression)
+                             compression=compression, overwrite=overwrite)
 
 
 def indices(clean_batch) -> list:

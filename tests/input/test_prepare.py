@@ -88,7 +88,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllClose(clean[f"{name}#0"][16:], sine(0.5, 48000)[16:], atol=2e-3)
       tail = clean[f"{name}#2"]
       self.assertAllEqual(tail[int(0.2 * 48000) + 10:], np.zeros(24000 - 9610))
-    self.assertEqual(self.run_prepare(drop_last=True).num_examples, 8)
+    self.assertEqual(self.run_prepare(drop_last=True, overwrite=True).num_examples, 8)
 
   def test_resampled_sine_keeps_its_frequency(self):
     self.add_pair("a.wav", 16000, "wav16", seconds=2.0)
@@ -135,6 +135,25 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
       self.run_prepare()
     leftovers = os.listdir(self.output_dir) if os.path.exists(self.output_dir) else []
     self.assertEmpty(leftovers)
+
+  def test_an_existing_split_is_refused_unless_overwrite(self):
+    self.add_pair("a.wav", 48000, "wav16")
+    first = self.run_prepare()
+    before = sorted(os.listdir(self.output_dir))
+    command = [sys.executable, "-m", "input.prepare", f"--noisy_dir={self.noisy_dir}",
+               f"--clean_dir={self.clean_dir}", f"--output_dir={self.output_dir}",
+               "--segment_seconds=0.5", "--hop_seconds=0.5", "--num_shards=2"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    self.assertEqual(refused.returncode, 1)
+    self.assertIn("already holds split 'train' (3 shard(s)); nothing was changed. Pass "
+                  "overwrite (--overwrite)", refused.stderr.strip().splitlines()[-1])
+    self.assertEqual(sorted(os.listdir(self.output_dir)), before)
+    self.assertEqual(records.read_manifest(self.output_dir, "train"), first)
+    replaced = subprocess.run(command + ["--overwrite"], capture_output=True, text=True,
+                              timeout=120, env=env)
+    self.assertEqual(replaced.returncode, 0, replaced.stderr[-2000:])
+    self.assertLen(records.read_manifest(self.output_dir, "train").shards, 2)
 
   def test_command_line_error_is_one_clear_line(self):
     os.makedirs(self.noisy_dir)

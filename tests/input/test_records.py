@@ -91,10 +91,22 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
                           segment_samples=10)
     self.assertEmpty(os.listdir(data_dir))
 
-  def test_rewrite_with_fewer_shards_removes_stale_ones(self):
+  def test_an_existing_split_is_refused_and_left_as_it_was(self):
+    data_dir = self.create_tempdir().full_path
+    first = fixtures.indexed_split(data_dir, num_examples=8, num_shards=4)
+    before = {n: os.path.getsize(os.path.join(data_dir, n)) for n in os.listdir(data_dir)}
+    with self.assertRaisesRegex(FileExistsError, r"already holds split 'train' \(4 shard"
+                                r"\(s\)\); nothing was changed. Pass overwrite"):
+      fixtures.indexed_split(data_dir, num_examples=2, num_shards=2)
+    self.assertEqual({n: os.path.getsize(os.path.join(data_dir, n))
+                      for n in os.listdir(data_dir)}, before)
+    self.assertEqual(records.read_manifest(data_dir, "train"), first)
+    fixtures.indexed_split(data_dir, num_examples=2, num_shards=2, split="eval")  # other split
+
+  def test_overwrite_with_fewer_shards_removes_stale_ones(self):
     data_dir = self.create_tempdir().full_path
     fixtures.indexed_split(data_dir, num_examples=8, num_shards=4)
-    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2)
+    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2, overwrite=True)
     self.assertEqual(sorted(os.listdir(data_dir)),
                      sorted(list(manifest.shards) + ["train.manifest.json"]))
 

@@ -33,7 +33,8 @@ class ExportTest(tf.test.TestCase):
       variable.assign(variable * 1.5)
     tf.train.Checkpoint(model=self.model).save(os.path.join(self.model_dir, "checkpoints",
                                                             "ckpt"))
-    self.saved = export.export(self.model_dir, os.path.join(self.model_dir, "exported"))
+    self.out_dir = self.create_tempdir().full_path
+    self.saved = export.export(self.model_dir, os.path.join(self.out_dir, "exported"))
 
   def test_saved_model_matches_the_model(self):
     loaded = tf.saved_model.load(self.saved)
@@ -48,20 +49,69 @@ class ExportTest(tf.test.TestCase):
     t = np.arange(int(rate * seconds)) / rate
     noisy = (0.3 * np.sin(2 * np.pi * 440 * t)
              + 0.05 * np.random.default_rng(0).normal(size=t.size)).astype(np.float32)
-    input_path = os.path.join(self.model_dir, "noisy.wav")
+    input_path = os.path.join(self.out_dir, "noisy.wav")
     tf.io.write_file(input_path, tf.audio.encode_wav(noisy[:, None], rate))
-    output_path = os.path.join(self.model_dir, "enhanced.wav")
+    output_path = os.path.join(self.out_dir, "enhanced.wav")
     samples = denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
                                    overlap_seconds=0.25)
     enhanced, enhanced_rate = audio.load(output_path)
     self.assertEqual((samples, len(enhanced), enhanced_rate), (len(noisy), len(noisy), rate))
     self.assertGreater(np.abs(enhanced).max(), 0.01)
-    self.assertFalse(os.path.exists(output_path + ".tmp"))
+    self.assertEqual(sorted(os.listdir(self.out_dir)),
+                     ["enhanced.wav", "exported", "noisy.wav"])  # no temporaries left
+
+  def test_denoise_loses_no_file(self):
+    input_path = os.path.join(self.out_dir, "noisy.wav")
+    tf.io.write_file(input_path, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
+    original = tf.io.read_file(input_path).numpy()
+    with self.assertRaisesRegex(ValueError, "is the input file, which would be replaced"):
+      denoise.denoise_file(self.saved, input_path, input_path, overwrite=True)
+    with self.assertRaisesRegex(ValueError, "is a directory: name the .wav file"):
+      denoise.denoise_file(self.saved, input_path, self.out_dir)
+    existing = os.path.join(self.out_dir, "existing.wav")
+    with open(existing, "wb") as f:
+      f.write(b"mine")
+    with self.assertRaisesRegex(FileExistsError, "exists; pass overwrite"):
+      denoise.denoise_file(self.saved, input_path, existing)
+    with open(existing, "rb") as f:
+      self.assertEqual(f.read(), b"mine")
+    self.assertEqual(tf.io.read_file(input_path).numpy(), original)
+    denoise.denoise_file(self.saved, input_path, existing, overwrite=True)
+    self.assertEqual(audio.load(existing)[1], 8000)
+    self.assertEqual(sorted(os.listdir(self.out_dir)),
+                     ["existing.wav", "exported", "noisy.wav"])
+
+  def test_never_writes_into_over_or_around_the_model_dir(self):
+    before = sorted(os.walk(self.model_dir))
+    for output in (self.model_dir, os.path.join(self.model_dir, "exported"),
+                   os.path.dirname(self.model_dir)):
+      with self.assertRaisesRegex(ValueError, "overlaps the model_dir"):
+        export.export(self.model_dir, output, overwrite=True)
+    self.assertEqual(sorted(os.walk(self.model_dir)), before)
+
+  def test_a_folder_of_other_files_is_refused_even_with_overwrite(self):
+    folder = os.path.join(self.out_dir, "mine")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "notes.txt"), "w") as f:
+      f.write("keep me")
+    with self.assertRaisesRegex(FileExistsError, "is not an earlier export; nothing was "
+                                "changed"):
+      export.export(self.model_dir, folder, overwrite=True)
+    self.assertEqual(os.listdir(folder), ["notes.txt"])
+
+  def test_an_earlier_export_is_replaced_only_with_overwrite(self):
+    with self.assertRaisesRegex(FileExistsError, "holds an earlier export; pass overwrite"):
+      export.export(self.model_dir, self.saved)
+    stamp = os.path.getmtime(os.path.join(self.saved, "saved_model.pb"))
+    export.export(self.model_dir, self.saved, overwrite=True)
+    self.assertGreaterEqual(os.path.getmtime(os.path.join(self.saved, "saved_model.pb")), stamp)
+    self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # no temporaries left
+    tf.saved_model.load(self.saved)
 
   def test_missing_checkpoint_is_explained(self):
     empty = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError, "config.json is missing"):
-      export.export(empty, os.path.join(empty, "out"))
+      export.export(empty, os.path.join(self.out_dir, "out"))
 
 
 class MaskExportTest(ExportTest):
