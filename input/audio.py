@@ -52,6 +52,8 @@ def load(path: str) -> Tuple[np.ndarray, int]:
     samples = audio.to_tensor().numpy()
   except (tf.errors.OpError, ValueError) as e:
     raise AudioError(f"{path}: cannot decode audio ({_summary(e)}).") from e
+  if samples.dtype == np.float32 and wav_format(path) == (WAVE_FORMAT_PCM, 32):
+    samples = samples.view(np.int32)  # tensorflow-io hands 32-bit PCM over as float32 bits
   scale = {np.dtype("int16"): 2.0**15, np.dtype("int32"): 2.0**31,
            np.dtype("float32"): 1.0}.get(samples.dtype)
   if samples.dtype == np.uint8:
@@ -61,6 +63,33 @@ def load(path: str) -> Tuple[np.ndarray, int]:
   if samples.ndim != 2 or samples.shape[0] == 0:
     raise AudioError(f"{path}: holds no audio samples.")
   return (samples.astype(np.float64).mean(axis=1) / scale).astype(np.float32), rate
+
+
+WAVE_FORMAT_PCM, WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE
+
+
+def wav_format(path: str) -> Optional[Tuple[int, int]]:
+  """`(format tag, bits per sample)` from a WAV file's fmt chunk (the extensible format's
+  sub-format resolved), or None if `path` is not a readable WAV file."""
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      header = f.read(12)
+      if header[:4] != b"RIFF" or header[8:12] != b"WAVE":
+        return None
+      while True:
+        chunk = f.read(8)
+        if len(chunk) < 8:
+          return None
+        size = int.from_bytes(chunk[4:8], "little")
+        if chunk[:4] == b"fmt ":
+          fmt = f.read(size)
+          tag, bits = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[14:16], "little")
+          if tag == WAVE_FORMAT_EXTENSIBLE and len(fmt) >= 26:
+            tag = int.from_bytes(fmt[24:26], "little")
+          return tag, bits
+        f.seek(size + size % 2, 1)
+  except (tf.errors.OpError, OSError):
+    return None
 
 
 def _load_wav16(path: str) -> Tuple[np.ndarray, int]:

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_io as tfio
 
+from input import audio
 from input import prepare
 from input import records
 
@@ -35,7 +36,7 @@ def write_audio(path, signal, rate, kind):
     with open(path, "wb") as f:
       f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
     return
-  width = {"wav16": 2, "wav24": 3}[kind]
+  width = {"wav16": 2, "wav24": 3, "wav32": 4}[kind]
   pcm = np.round(signal * (2 ** (8 * width - 1) - 1)).astype("<i4")
   data = b"".join(int(v).to_bytes(4, "little", signed=True)[:width] for v in pcm)
   with wave.open(path, "wb") as w:
@@ -89,6 +90,16 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
       tail = clean[f"{name}#2"]
       self.assertAllEqual(tail[int(0.2 * 48000) + 10:], np.zeros(24000 - 9610))
     self.assertEqual(self.run_prepare(drop_last=True, overwrite=True).num_examples, 8)
+
+  def test_32_bit_integer_pcm_is_decoded_as_integers(self):
+    # tensorflow-io hands these samples over as float32 bit patterns (tiny or NaN values).
+    self.add_pair("a.wav", 48000, "wav32")
+    samples, rate = audio.load(os.path.join(self.clean_dir, "a.wav"))
+    self.assertEqual((rate, audio.wav_format(os.path.join(self.clean_dir, "a.wav"))),
+                     (48000, (1, 32)))
+    self.assertAllClose(samples, sine(1.2, 48000), atol=1e-6)
+    clean = self.read(self.run_prepare())
+    self.assertAllClose(clean["a.wav#0"], sine(0.5, 48000), atol=1e-4)
 
   def test_resampled_sine_keeps_its_frequency(self):
     self.add_pair("a.wav", 16000, "wav16", seconds=2.0)
