@@ -80,7 +80,8 @@ def model_description(configs: Configs, sample_rate: int) -> dict:
               sample_rate=sample_rate, seed=configs.run.seed)
 
 
-def write_or_check_description(model_dir: str, description: dict):
+def check_description(model_dir: str, description: dict):
+  """Raises if `model_dir` holds a model other than the one the flags describe."""
   path = os.path.join(model_dir, export.CONFIG_FILE)
   if os.path.exists(path):
     with open(path) as f:
@@ -89,8 +90,13 @@ def write_or_check_description(model_dir: str, description: dict):
       raise ValueError(f"{model_dir} holds a model trained with {stored}, but the flags "
                        f"describe {description}. Use the same model flags, or a new "
                        "--model_dir.")
-    return
-  files.write_json(path, description)
+
+
+def write_description(model_dir: str, description: dict):
+  """Records the model for export and denoise, once the run is known to start."""
+  path = os.path.join(model_dir, export.CONFIG_FILE)
+  if not os.path.exists(path):
+    files.write_json(path, description)
 
 
 def build_train_step(configs: Configs, strategy, description: dict, sample_rate: int):
@@ -136,7 +142,7 @@ def run(configs: Configs) -> str:
   out_dir = strategy_lib.output_dir(run_cfg.model_dir, strategy)
   train_manifest, eval_manifest = manifests(data, run_cfg.seed, create=chief)
   description = model_description(configs, train_manifest.sample_rate)
-  write_or_check_description(out_dir, description)
+  check_description(out_dir, description)
   logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training examples (%.2f h) "
                "at %d Hz.", task_type, task_id, workers, " (chief)" if chief else "",
                replicas, strategy.extended.worker_devices, train_manifest.num_examples,
@@ -184,6 +190,7 @@ def run(configs: Configs) -> str:
 
   iterator = iter(pipeline.distribute(strategy, train_dataset_fn(start_step),
                                       per_replica_buffer=data.per_replica_buffer))
+  write_description(out_dir, description)  # only now: the flags built a run that starts
   outcome = loop.train(
       train_step, iterator, manager,
       loop.LoopConfig(train_steps=run_cfg.train_steps, steps_per_loop=run_cfg.steps_per_loop,

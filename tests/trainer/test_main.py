@@ -174,6 +174,19 @@ class ErrorTest(tf.test.TestCase):
     self.assert_one_line_error(result, r"damaged shard\(s\): .*train-00002-of-00004")
     self.assertEqual(records.find_bad_shards(manifest)[0].split(":")[0], manifest.paths[2])
 
+  def test_a_failed_start_leaves_no_config_to_refuse_the_right_flags(self):
+    root = tempfile.mkdtemp()
+    synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5, sample_rate=8000,
+                           num_shards=2)
+    common = [*TINY, f"--data_dir={root}/data", f"--model_dir={root}/run", "--eval_split="]
+    bad = run_main(*common, "--crop_seconds=2", "--hidden=12")  # crop longer than segments
+    self.assert_one_line_error(bad, r"crop_seconds=2.0 is 16000 samples")
+    self.assertFalse(os.path.exists(f"{root}/run/config.json"))
+    good = run_main(*common, "--train_steps=5")  # other model flags: hidden 8
+    self.assertEqual(good.returncode, 0, good.stderr[-2000:])
+    with open(f"{root}/run/config.json") as f:
+      self.assertEqual(json.load(f)["model"]["hidden"], 8)
+
   def test_truncated_shard_stops_before_training(self):
     root = tempfile.mkdtemp()
     manifest = synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5,
