@@ -41,7 +41,7 @@ def methods(saved_models, baselines: bool = True):
     out["noisereduce-stationary"] = lambda x: noisereduce.reduce_noise(
         y=x, sr=RATE, stationary=True).astype(np.float32)
   for name, path in saved_models:
-    module = tf.saved_model.load(path)
+    module = denoise.load(path)
     out[name] = lambda x, m=module: denoise.denoise_signal(m, x, RATE)
   return out
 

@@ -121,6 +121,11 @@ def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:
 def serialize_example(noisy: np.ndarray, clean: np.ndarray, sample_rate: int,
                       example_id: str) -> bytes:
   """One segment as a tf.train.Example (int16 little-endian PCM bytes)."""
+  for name, pcm in (("noisy", noisy), ("clean", clean)):
+    if np.asarray(pcm).dtype != np.int16:
+      raise ValueError(f"Example {example_id}: {name} is {np.asarray(pcm).dtype}, but records "
+                       "hold int16 PCM: convert float audio in [-1, 1] with "
+                       "records.to_int16 first.")
   noisy = np.asarray(noisy, "<i2")
   clean = np.asarray(clean, "<i2")
   if noisy.shape != clean.shape or noisy.ndim != 1:

@@ -59,6 +59,18 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
   return np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
 
 
+def load(saved_model: str):
+  """The exported module; a clear error for a directory that is not a trainer.export output."""
+  if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
+    if tf.io.gfile.exists(os.path.join(saved_model, "config.json")):
+      raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
+                       f"python -m trainer.export --model_dir={saved_model} "
+                       "--output=exported/<name> and pass that directory.")
+    raise ValueError(f"{saved_model} holds no SavedModel (saved_model.pb): pass a directory "
+                     "written by python -m trainer.export.")
+  return tf.saved_model.load(saved_model)
+
+
 def check_output(input_path: str, output_path: str, *, overwrite: bool):
   """Raises unless writing `output_path` loses nothing: it is not a directory, not the input
   file, and new (or `overwrite`)."""
@@ -84,7 +96,7 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   input never.
   """
   check_output(input_path, output_path, overwrite=overwrite)
-  module = tf.saved_model.load(saved_model)
+  module = load(saved_model)
   signal, rate = audio.load(input_path)
   enhanced = denoise_signal(module, signal, rate, chunk_seconds=chunk_seconds,
                             overlap_seconds=overlap_seconds)

@@ -40,6 +40,14 @@ def compute_dtype(precision: str) -> tf.DType:
                      f"{', '.join(PRECISIONS)}.") from None
 
 
+def local_replicas(strategy: tf.distribute.Strategy) -> int:
+  """Replicas on this worker; the default strategy (no `strategy.scope()`) has one."""
+  try:
+    return len(strategy.extended.worker_devices)
+  except RuntimeError:  # the default strategy has no worker_devices()
+    return 1
+
+
 def tf_variables(module) -> list:
   """The tf.Variables behind `module.trainable_variables` (Keras 3 wraps them in `.value`)."""
   return [v if isinstance(v, tf.Variable) else v.value for v in module.trainable_variables]
@@ -109,7 +117,7 @@ class TrainStep:
     return self._loop(iterator, tf.constant(steps, tf.int32))
 
   def _train_loop(self, iterator, num_steps):
-    local = len(self.strategy.extended.worker_devices)
+    local = local_replicas(self.strategy)
     sums = {k: tf.zeros([local]) for k in ("replica_loss_sum", "replica_examples",
                                           "replica_grad_norm", "replica_nonfinite")}
     totals = {k: tf.constant(0.0) for k in ("loss_sum", "examples", "grad_norm")}

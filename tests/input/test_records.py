@@ -79,6 +79,15 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     for row, offset in enumerate([0, 5, 54]):
       self.assertAllEqual(cropped["noisy"][row], full[row, offset:offset + 10])
 
+  def test_float_audio_is_refused_not_stored_as_zeros(self):
+    data_dir = self.create_tempdir().full_path
+    examples = [(np.full(10, 0.5), np.zeros(10, np.int16), "float-noisy")]
+    with self.assertRaisesRegex(ValueError, "float-noisy: noisy is float64, but records hold "
+                                "int16 PCM: convert .* with records.to_int16"):
+      records.write_split(examples, data_dir, "train", num_shards=1, sample_rate=8000,
+                          segment_samples=10)
+    self.assertEmpty(os.listdir(data_dir))
+
   def test_failed_write_leaves_nothing(self):
     data_dir = self.create_tempdir().full_path
 

@@ -76,6 +76,11 @@ class ExportTest(tf.test.TestCase):
     with open(existing, "rb") as f:
       self.assertEqual(f.read(), b"mine")
     self.assertEqual(tf.io.read_file(input_path).numpy(), original)
+    with self.assertRaisesRegex(ValueError, "is a trainer.main model_dir, not an export: "
+                                "run python -m trainer.export --model_dir="):
+      denoise.denoise_file(self.model_dir, input_path, existing, overwrite=True)
+    with self.assertRaisesRegex(ValueError, "holds no SavedModel"):
+      denoise.denoise_file(self.out_dir, input_path, existing, overwrite=True)
     denoise.denoise_file(self.saved, input_path, existing, overwrite=True)
     self.assertEqual(audio.load(existing)[1], 8000)
     self.assertEqual(sorted(os.listdir(self.out_dir)),

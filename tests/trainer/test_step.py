@@ -61,6 +61,18 @@ def weights(model):
 
 class StepEquivalenceTest(tf.test.TestCase):
 
+  def test_the_default_strategy_trains_and_equals_one_device(self):
+    examples = data()
+    default = tf.distribute.get_strategy()
+    default_model, default_step = build(default, steps_per_loop=3)
+    single_model, single = build(strategies.one_device(), steps_per_loop=3)
+    out = default_step(iterator(default, examples, 8))
+    single(iterator(strategies.one_device(), examples, 8))
+    self.assertEqual(int(out["global_step"]), 3)
+    self.assertAllEqual(out["replica_examples"], [24.0])
+    for x, y in zip(weights(default_model), weights(single_model)):
+      self.assertAllClose(x, y, rtol=1e-6)
+
   def test_two_replicas_equal_one_device_on_the_same_global_batches(self):
     examples = data()
     mirrored_model, mirrored = build(strategies.mirrored(), steps_per_loop=3)
