@@ -109,7 +109,8 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
   writer = tf.summary.create_file_writer(summary_dir)
   meter = progress.Progress("train", config.train_steps, "steps", log=log)
   meter.restart(step)
-  skipped_before, skipped_in_a_row = None, 0
+  skipped_before = int(train_step.loss_scale.skipped_steps.numpy())  # restored total
+  skipped_in_a_row = 0
   if step >= config.train_steps:
     log(f"Already at step {step} >= --train_steps={config.train_steps}; nothing to train.")
   stopping = False
@@ -122,7 +123,7 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
       before, step = step, int(metrics["global_step"])
 
       skipped = int(metrics["skipped_steps"])
-      new_skips = skipped - (skipped if skipped_before is None else skipped_before)
+      new_skips = skipped - skipped_before
       skipped_before = skipped
       skipped_in_a_row = skipped_in_a_row + new_skips if new_skips == chunk else new_skips
       if not math.isfinite(float(metrics["loss"])) and new_skips == 0:
