@@ -108,7 +108,39 @@ def read_manifest(data_dir: str, split: str) -> Manifest:
     if size != expected:
       raise ValueError(f"Shard {shard} is {size} bytes but the manifest says {expected}: "
                        "it was truncated or rewritten. Re-create the split.")
+  _check_against_a_record(manifest, path)
   return manifest
+
+
+def _first_record(shard: str, compression: str) -> Optional[bytes]:
+  """The shard's first record read with `compression`, or None if that cannot read it."""
+  try:
+    dataset = tf.data.TFRecordDataset(shard, compression_type=tfrecord_compression(compression))
+    return next(iter(dataset.take(1))).numpy()
+  except (tf.errors.OpError, StopIteration):
+    return None
+
+
+def _check_against_a_record(manifest: Manifest, path: str):
+  """Compares the manifest's compression, sample rate and segment length with the first
+  record's (the records carry their own rate and length)."""
+  shard = next(p for p, n in zip(manifest.paths, manifest.examples_per_shard) if n)
+  record = _first_record(shard, manifest.compression)
+  if record is None:
+    actual = [c for c in COMPRESSIONS if c != manifest.compression
+              and _first_record(shard, c) is not None]
+    if actual:
+      raise ValueError(f"Manifest {path} says compression {manifest.compression!r}, but "
+                       f"{shard} is {actual[0]!r}: fix the manifest's compression or "
+                       "re-create the split.")
+    return  # unreadable either way: find_bad_shards names it when training reads it
+  feature = tf.train.Example.FromString(record).features.feature
+  rate = feature["sample_rate"].int64_list.value[0]
+  samples = feature["num_samples"].int64_list.value[0]
+  if (rate, samples) != (manifest.sample_rate, manifest.segment_samples):
+    raise ValueError(f"Manifest {path} says {manifest.sample_rate} Hz and "
+                     f"{manifest.segment_samples}-sample segments, but the records in "
+                     f"{shard} hold {rate} Hz and {samples}: re-create the split.")
 
 
 def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:

@@ -119,6 +119,22 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(sorted(os.listdir(data_dir)),
                      sorted(list(manifest.shards) + ["train.manifest.json"]))
 
+  def test_manifest_fields_are_checked_against_the_records(self):
+    data_dir = self.create_tempdir().full_path
+    fixtures.indexed_split(data_dir, num_examples=4, num_shards=2, sample_rate=8000)
+    path = records.manifest_path(data_dir, "train")
+    with open(path) as f:
+      good = json.load(f)
+    for change, error in ((dict(sample_rate=16000), "says 16000 Hz and 64-sample segments, "
+                           "but the records in .* hold 8000 Hz and 64"),
+                          (dict(segment_samples=32), "32-sample segments, but the records"),
+                          (dict(compression="zlib"), "says compression 'zlib', but .* is "
+                           "'none'")):
+      with open(path, "w") as f:
+        json.dump(dict(good, **change), f)
+      with self.assertRaisesRegex(ValueError, error):
+        records.read_manifest(data_dir, "train")
+
   def test_missing_manifest_and_shard_are_named(self):
     data_dir = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError, "input.synthetic"):
