@@ -106,9 +106,12 @@ class TrainStep:
     """Runs `num_steps` (default `steps_per_loop`) steps; returns the loop's metrics.
 
     Returns:
-      `loss` (mean per example), `grad_norm` (mean global norm of the reduced,
-      unscaled gradients), `learning_rate`, `loss_scale`, `skipped_steps`
-      (total), `global_step`, and per local replica (`[replicas]`):
+      `loss` (mean per example) and `grad_norm` (mean global norm of the
+      reduced, unscaled gradients) over the steps whose update was applied (a
+      step that overflowed is attempted, counted in `global_step` and
+      `skipped_steps`, but not averaged; NaN if none was applied),
+      `applied_steps` (this call's), `learning_rate`, `loss_scale`,
+      `skipped_steps` (total), `global_step`, and per local replica (`[replicas]`):
       `replica_loss_sum`, `replica_examples`, `replica_grad_norm` (mean norm of
       its own contribution to the gradient, before the all-reduce),
       `replica_nonfinite` (steps whose local gradients were not finite).
@@ -120,19 +123,22 @@ class TrainStep:
     local = local_replicas(self.strategy)
     sums = {k: tf.zeros([local]) for k in ("replica_loss_sum", "replica_examples",
                                           "replica_grad_norm", "replica_nonfinite")}
-    totals = {k: tf.constant(0.0) for k in ("loss_sum", "examples", "grad_norm")}
+    totals = {k: tf.constant(0.0) for k in ("loss_sum", "examples", "grad_norm", "applied")}
     learning_rate = tf.constant(0.0)
     for _ in tf.range(num_steps):
       out = self.strategy.run(self._replica_step, args=(next(iterator),))
       local_results = {k: self.strategy.experimental_local_results(v) for k, v in out.items()}
       sums = {k: total + tf.stack([tf.cast(t, tf.float32) for t in local_results[k]])
               for k, total in sums.items()}
-      totals = {k: total + local_results[k][0] for k, total in totals.items()}
+      applied = local_results["applied"][0] > 0  # skipped steps' values may be inf/NaN
+      totals = {k: total + tf.where(applied, local_results[k][0], 0.0)
+                for k, total in totals.items()}
       learning_rate = local_results["learning_rate"][0]
     steps = tf.cast(num_steps, tf.float32)
     return dict(
-        loss=totals["loss_sum"] / totals["examples"],
-        grad_norm=totals["grad_norm"] / steps,
+        loss=totals["loss_sum"] / totals["examples"],  # NaN if no step was applied
+        grad_norm=totals["grad_norm"] / tf.maximum(totals["applied"], 1.0),
+        applied_steps=totals["applied"],
         learning_rate=learning_rate,
         loss_scale=tf.identity(self.loss_scale.scale),
         skipped_steps=tf.identity(self.loss_scale.skipped_steps),
@@ -181,7 +187,7 @@ class TrainStep:
                 replica_grad_norm=local_norm,
                 replica_nonfinite=tf.logical_not(local_finite),
                 loss_sum=reduced[-2], examples=reduced[-1], grad_norm=norm,
-                learning_rate=learning_rate)
+                applied=tf.cast(finite, tf.float32), learning_rate=learning_rate)
 
   def _apply(self, strategy, grads, finite, learning_rate):
     """Cross-replica: update every variable on its devices, unless the step overflowed."""

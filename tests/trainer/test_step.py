@@ -169,6 +169,24 @@ class LossScaleStepTest(tf.test.TestCase):
     self.assertEqual(int(train.optimizer.iterations.numpy()), 0)
     self.assertEqual(int(train.global_step.numpy()), 1)
 
+  def test_an_overflowing_step_is_left_out_of_the_chunk_averages(self):
+    strategy = strategies.mirrored()
+    examples = data(24)
+    examples["noisy"][12:16] = np.inf  # step 2 of 3, replica 1 only
+    scale = lambda: loss_scale_lib.LossScale(initial=1024.0, growth_interval=100)  # pylint: disable=g-long-lambda
+    _, chunked = build(strategy, steps_per_loop=3, loss_scale=scale)
+    metrics = chunked(iterator(strategy, examples, 4))
+    self.assertEqual((int(metrics["global_step"]), int(metrics["skipped_steps"]),
+                      float(metrics["applied_steps"])), (3, 1, 2.0))
+    _, stepwise = build(strategy, steps_per_loop=1, loss_scale=scale)
+    batches = iterator(strategy, examples, 4)
+    each = [stepwise(batches) for _ in range(3)]
+    self.assertEqual([float(m["applied_steps"]) for m in each], [1.0, 0.0, 1.0])
+    self.assertTrue(np.isnan(each[1]["loss"]))  # nothing applied: nothing to average
+    self.assertAllClose(metrics["loss"], (each[0]["loss"] + each[2]["loss"]) / 2, rtol=1e-5)
+    self.assertAllClose(metrics["grad_norm"], (each[0]["grad_norm"] + each[2]["grad_norm"]) / 2,
+                        rtol=1e-5)
+
   def test_dynamic_scale_grows_after_interval_and_fixed_never_moves(self):
     strategy = strategies.mirrored()
     _, dynamic = build(strategy, steps_per_loop=6, loss_scale=lambda: (
