@@ -169,6 +169,14 @@ class TrainStep:
 
   def _replica_step(self, batch):
     context = tf.distribute.get_replica_context()
+    per_replica = batch["clean"].shape[0]  # static for batches dropped to full size
+    replicas = self.strategy.num_replicas_in_sync
+    if per_replica is not None and per_replica * replicas != self._global_batch_size:
+      raise ValueError(
+          f"Each replica gets {per_replica} examples per step, x {replicas} replicas = "
+          f"{per_replica * replicas}, but global_batch_size={self._global_batch_size}: "
+          "batch each input pipeline by InputContext.get_per_replica_batch_size("
+          "global_batch_size), or pass the global_batch_size the data has.")
     seed = random.fold_in(random.fold_in([self._seed, 0x5EED], self.global_step),
                           context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)

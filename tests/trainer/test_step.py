@@ -148,6 +148,20 @@ class MetricsTest(tf.test.TestCase):
     self.assertAllEqual(first_weights[0], second_weights[0])
 
 
+class BatchContractTest(tf.test.TestCase):
+
+  def test_a_batch_that_does_not_make_the_global_batch_is_refused_while_tracing(self):
+    strategy = strategies.mirrored()
+    model, train = build(strategy, global_batch_size=8)
+    before = weights(model)
+    with self.assertRaisesRegex(ValueError, r"Each replica gets 3 examples per step, x 2 "
+                                r"replicas = 6, but global_batch_size=8"):
+      train(iterator(strategy, data(), 3))
+    self.assertEqual(int(train.global_step.numpy()), 0)
+    for x, y in zip(before, weights(model)):
+      self.assertAllEqual(x, y)
+
+
 class LossScaleStepTest(tf.test.TestCase):
 
   def test_overflow_on_one_replica_skips_the_step_everywhere(self):
