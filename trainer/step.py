@@ -56,6 +56,17 @@ def tf_variables(module) -> list:
 class TrainStep:
   """`steps_per_loop` training steps per call, inside one tf.function.
 
+  Batch contract: each replica receives `{"noisy", "clean"[, "weight"]}` batches
+  of `global_batch_size / num_replicas_in_sync` examples (what
+  `InputContext.get_per_replica_batch_size` gives); a batch of any other static
+  size is refused while tracing, since the gradients are divided by
+  `global_batch_size`.
+
+  Attempted vs applied: every step is attempted and advances `global_step` (the
+  schedule and the augmentation seeds follow it); a step whose all-reduced
+  gradients are not finite is not applied (the optimizer and weights stay as
+  they were, the loss scale shrinks, `skipped_steps` counts it).
+
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
   advanced once per attempted step) - everything a checkpoint needs.
   """
