@@ -48,6 +48,12 @@ def local_replicas(strategy: tf.distribute.Strategy) -> int:
     return 1
 
 
+def is_keras(model) -> bool:
+  """Keras models take `training=` and collect regularisation `losses` (told apart by their
+  classes, so the core never imports Keras)."""
+  return any(c.__module__.split(".")[0] == "keras" for c in type(model).__mro__)
+
+
 def tf_variables(module) -> list:
   """The tf.Variables behind `module.trainable_variables` (Keras 3 wraps them in `.value`)."""
   return [v if isinstance(v, tf.Variable) else v.value for v in module.trainable_variables]
@@ -61,6 +67,10 @@ class TrainStep:
   `InputContext.get_per_replica_batch_size` gives); a batch of any other static
   size is refused while tracing, since the gradients are divided by
   `global_batch_size`.
+
+  Keras models are called with `training=True` (Dropout, BatchNorm in training
+  mode) and their `losses` (regularisers) are added to the objective; the
+  reported `loss` is the data loss alone.
 
   Attempted vs applied: every step is attempted and advances `global_step` (the
   schedule and the augmentation seeds follow it); a step whose all-reduced
@@ -86,6 +96,7 @@ class TrainStep:
       raise ValueError(f"steps_per_loop must be >= 1, got {steps_per_loop}.")
     self.model, self.optimizer, self.strategy = model, optimizer, strategy
     self._variables = tf_variables(model)
+    self._keras = is_keras(model)
     if not self._variables:
       raise ValueError("The model has no trainable variables yet: build it (call it once "
                        "on an example batch) under strategy.scope() before make_train_step.")
@@ -168,11 +179,16 @@ class TrainStep:
     if weight is None:
       weight = tf.ones(tf.shape(clean)[:1], tf.float32)
     with tf.GradientTape() as tape:
-      prediction = self.model(tf.cast(noisy, self._dtype))
+      inputs = tf.cast(noisy, self._dtype)
+      prediction = self.model(inputs, training=True) if self._keras else self.model(inputs)
       per_example = tf.cast(self._loss_fn(tf.cast(clean, tf.float32),
                                           tf.cast(prediction, tf.float32)), tf.float32)
       loss_sum = tf.reduce_sum(per_example * weight)
-      scaled_loss = loss_sum / self._global_batch_size * scale
+      objective = loss_sum / self._global_batch_size
+      if self._keras and self.model.losses:  # regularisers: once in the all-reduced sum
+        objective += tf.add_n([tf.cast(l, tf.float32) for l in self.model.losses]) / (
+            self.strategy.num_replicas_in_sync)
+      scaled_loss = objective * scale
     grads = tape.gradient(scaled_loss, self._variables)
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
     local_norm = tf.linalg.global_norm(grads) / scale

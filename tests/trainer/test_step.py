@@ -259,6 +259,39 @@ class PrecisionAndModelsTest(tf.test.TestCase):
     self.assertAllEqual(local[0], local[1])
 
 
+class KerasTrainingModeTest(tf.test.TestCase):
+
+  def test_keras_models_train_in_training_mode_with_their_regularisers(self):
+    strategy = strategies.mirrored()
+    seen = []
+
+    class Probe(keras.layers.Layer):
+
+      def call(self, x, training=None):
+        seen.append(training)
+        return x
+
+    with strategy.scope():
+      model = keras.Sequential([
+          keras.layers.Input((TIME,)), keras.layers.Reshape((TIME, 1)), Probe(),
+          keras.layers.Conv1D(1, 5, padding="same",
+                              kernel_regularizer=keras.regularizers.L2(10.0)),
+          keras.layers.Reshape((TIME,))])
+      model(tf.zeros([1, TIME]))
+      optimizer = optim.AdamW(0.01, weight_decay=0.0)
+    no_data_gradient = lambda clean, p: 0.0 * tf.reduce_mean(p, axis=-1)  # pylint: disable=g-long-lambda
+    train = step_lib.make_train_step(model, no_data_gradient, optimizer, strategy,
+                                     global_batch_size=8, jit_compile=False)
+    before = weights(model)[0]
+    train(iterator(strategy, data(), 4))
+    self.assertIn(True, seen)
+    self.assertNotIn(False, seen)
+    # Only the regulariser has a gradient: Adam moves every kernel weight by ~lr, toward 0.
+    after = weights(model)[0]
+    self.assertAllClose(np.abs(after - before), np.full_like(before, 0.01), rtol=0.05)
+    self.assertTrue(np.all(np.abs(after) < np.abs(before)))
+
+
 class BadUseTest(tf.test.TestCase):
 
   def test_batch_not_divisible_by_replicas(self):
