@@ -97,6 +97,12 @@ class TrainStep:
     self.model, self.optimizer, self.strategy = model, optimizer, strategy
     self._variables = tf_variables(model)
     self._keras = is_keras(model)
+    if self._keras and model.compute_dtype != self._dtype.name:
+      raise ValueError(
+          f"precision={precision} computes in {self._dtype.name}, but the Keras model "
+          f"computes in {model.compute_dtype}: build it after "
+          f"keras.mixed_precision.set_global_policy({precision!r}) (or pass dtype= to its "
+          "layers).")
     if not self._variables:
       raise ValueError("The model has no trainable variables yet: build it (call it once "
                        "on an example batch) under strategy.scope() before make_train_step.")

@@ -292,6 +292,21 @@ class KerasTrainingModeTest(tf.test.TestCase):
     self.assertTrue(np.all(np.abs(after) < np.abs(before)))
 
 
+class KerasPrecisionTest(tf.test.TestCase):
+
+  def test_a_keras_model_computing_in_another_dtype_is_refused(self):
+    strategy = strategies.mirrored()
+    with strategy.scope():
+      model = keras.Sequential([keras.layers.Input((TIME,)), keras.layers.Dense(TIME)])
+      model(tf.zeros([1, TIME]))
+      optimizer = optim.AdamW(0.01)
+    with self.assertRaisesRegex(ValueError, r"precision=mixed_bfloat16 computes in "
+                                r"bfloat16, but the Keras model computes in float32: build "
+                                r"it after keras.mixed_precision.set_global_policy"):
+      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+                               precision="mixed_bfloat16")
+
+
 class BadUseTest(tf.test.TestCase):
 
   def test_batch_not_divisible_by_replicas(self):
