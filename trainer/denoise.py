@@ -10,7 +10,6 @@ WAV of the same length.
 
 import os
 import sys
-import tempfile
 
 from absl import app
 from absl import flags
@@ -18,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import audio
+from input import files
 
 
 def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
@@ -101,15 +101,7 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   enhanced = denoise_signal(module, signal, rate, chunk_seconds=chunk_seconds,
                             overlap_seconds=overlap_seconds)
   wav = tf.audio.encode_wav(np.clip(enhanced, -1.0, 32767 / 32768)[:, None], rate)
-  handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(output_path)),
-                                 prefix=f".{os.path.basename(output_path)}.", suffix=".tmp")
-  os.close(handle)
-  try:
-    tf.io.write_file(tmp, wav)
-    os.replace(tmp, output_path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  files.write_bytes(output_path, wav.numpy())
   return len(enhanced)
 
 

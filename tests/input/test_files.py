@@ -24,6 +24,15 @@ class FilesTest(tf.test.TestCase):
     with open(path) as f:
       self.assertEqual(f.read(), "short\n")
 
+  def test_a_failed_write_leaves_the_old_file_and_no_temporary(self):
+    directory = self.create_tempdir().full_path
+    target = os.path.join(directory, "taken")
+    os.makedirs(os.path.join(target, "inside"))  # a non-empty directory cannot be replaced
+    with self.assertRaises(tf.errors.OpError):
+      files.write_bytes(target, b"data")
+    self.assertEqual(os.listdir(directory), ["taken"])
+    self.assertEqual(os.listdir(target), ["inside"])
+
 
 if __name__ == "__main__":
   tf.test.main()
