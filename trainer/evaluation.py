@@ -29,6 +29,7 @@ class Evaluator:
     self._dataset, self._dtype = dataset, precision_dtype
     self._sample_rate = sample_rate
     self._perceptual_examples = perceptual_examples if perceptual.missing() is None else 0
+    self._noisy_scores = None  # the eval set never changes: its inputs are scored once
     self._step = tf.function(self._distributed_step)
 
   def _replica_step(self, batch):
@@ -65,7 +66,12 @@ class Evaluator:
     count = totals.pop("examples")
     results = {k: v / count for k, v in totals.items()}
     results["examples"] = count
-    results.update(perceptual_means(kept, self._sample_rate))
+    if kept:
+      if self._noisy_scores is None:
+        self._noisy_scores = {f"{k}_noisy": v for k, v in perceptual_means(
+            [(c, n) for n, _, c in kept], self._sample_rate).items()}
+      results.update(self._noisy_scores)
+      results.update(perceptual_means([(c, e) for _, e, c in kept], self._sample_rate))
     return results, examples or []
 
   def _host_examples(self, batch, enhanced):
@@ -76,13 +82,10 @@ class Evaluator:
     return [(n, e, c) for n, e, c, w in zip(noisy, local(enhanced), clean, weight) if w > 0]
 
 
-def perceptual_means(examples, sample_rate: int) -> Dict[str, float]:
-  """Mean PESQ and STOI of the noisy and enhanced signals of `(noisy, enhanced, clean)`
-  examples (those PESQ finds no speech in are left out); {} for no examples."""
-  if not examples:
-    return {}
-  rows = [dict(**{f"{k}_noisy": v for k, v in perceptual.scores(c, n, sample_rate).items()},
-               **perceptual.scores(c, e, sample_rate)) for n, e, c in examples]
+def perceptual_means(pairs, sample_rate: int) -> Dict[str, float]:
+  """Mean PESQ and STOI over `(reference, estimate)` pairs (pairs PESQ finds no speech in are
+  left out)."""
+  rows = [perceptual.scores(reference, estimate, sample_rate) for reference, estimate in pairs]
   return {key: float(np.nanmean([row[key] for row in rows])) for key in rows[0]}
 
 

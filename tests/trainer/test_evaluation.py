@@ -55,6 +55,16 @@ class EvaluationTest(tf.test.TestCase):
     self.assertLen(clips, 2)
     self.assertAllClose(clips[0][2], self.clean[0], atol=1e-6)
 
+  def test_the_noisy_inputs_are_scored_once(self):
+    evaluator = self.evaluator(4)
+    with mock.patch.object(evaluation.perceptual, "scores",
+                           wraps=perceptual.scores) as scores:
+      first, _ = evaluator.evaluate()
+      self.assertEqual(scores.call_count, 8)  # 4 noisy + 4 enhanced
+      second, _ = evaluator.evaluate()
+      self.assertEqual(scores.call_count, 12)  # only the 4 enhanced again
+    self.assertEqual(first["pesq_noisy"], second["pesq_noisy"])
+
   def test_without_the_packages_eval_runs_and_says_what_is_missing(self):
     logged = []
     try:
