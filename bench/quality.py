@@ -19,7 +19,6 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import heldout  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
