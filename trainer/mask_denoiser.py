@@ -63,11 +63,6 @@ class MaskDenoiser(tf.Module):
                                    seed=(seed, 10 + 2 * i)) for i in range(depth)]
       self.project_out = denoiser.Conv1D(hidden, bins, 1, seed=(seed, 3))
 
-  @property
-  def time_multiple(self) -> int:
-    """Any length works; this is the frame hop."""
-    return self.hop
-
   def __call__(self, noisy):
     dtype = noisy.dtype
     noisy32 = tf.cast(noisy, tf.float32)
