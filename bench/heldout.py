@@ -12,6 +12,7 @@ Install the voices: apt-get install alsa-utils festival festvox-kallpc16k festvo
 """
 
 import dataclasses
+import functools
 import glob
 import os
 import shutil
@@ -116,11 +117,16 @@ def noise(kind: str, rng: np.random.Generator, num_samples: int, rate: int,
       start = int(rng.integers(0, len(others[row])))
       out += _unit_rms(tiled[start:start + num_samples])
   elif kind == "recorded":
-    recording = _load(os.path.join(ALSA_DIR, "Noise.wav"), rate)
-    out = np.resize(recording, num_samples)
+    out = np.resize(_recording(rate), num_samples)
   else:
     raise ValueError(f"Unknown noise {kind!r}: use one of {NOISES}.")
   return _unit_rms(out)
+
+
+@functools.lru_cache(maxsize=2)
+def _recording(rate: int) -> np.ndarray:
+  """alsa-utils' recorded Noise.wav at `rate`, read and resampled once."""
+  return _load(os.path.join(ALSA_DIR, "Noise.wav"), rate)
 
 
 def _voss_pink(rng, num_samples, rows=16):
