@@ -99,7 +99,8 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
   `stop_agreement`); a lone worker decides alone.
 
   Returns:
-    "completed" or the name of the signal that stopped it.
+    "completed", "end of data" (the iterator ran out first), or the name of the
+    signal that stopped it.
 
   Raises:
     NonFiniteLoss: after `max_skipped_steps` non-finite steps in a row.
@@ -113,21 +114,28 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
   skipped_in_a_row = 0
   if step >= config.train_steps:
     log(f"Already at step {step} >= --train_steps={config.train_steps}; nothing to train.")
-  stopping = False
+  stopping = out_of_data = False
   with stop_requests() as stop:
-    while step < config.train_steps and not stopping:
+    while step < config.train_steps and not stopping and not out_of_data:
       chunk = min(config.steps_per_loop, config.train_steps - step)
       start = time.perf_counter()
       metrics = {k: v.numpy() for k, v in train_step(iterator, chunk).items()}
       seconds = time.perf_counter() - start
       before, step = step, int(metrics["global_step"])
+      ran = int(metrics["steps"])
+      if ran < chunk:
+        out_of_data = True
+        log(f"The training data ran out at step {step}, before --train_steps="
+            f"{config.train_steps}.")
+        if ran == 0:
+          break
 
       skipped = int(metrics["skipped_steps"])
       new_skips = skipped - skipped_before
       skipped_before = skipped
-      skipped_in_a_row = skipped_in_a_row + new_skips if new_skips == chunk else new_skips
+      skipped_in_a_row = skipped_in_a_row + new_skips if new_skips == ran else new_skips
       if not math.isfinite(float(metrics["loss"])) and new_skips == 0:
-        skipped_in_a_row += chunk
+        skipped_in_a_row += ran
       if skipped_in_a_row >= config.max_skipped_steps:
         raise NonFiniteLoss(
             f"{skipped_in_a_row} non-finite steps in a row up to step {step} "
@@ -135,10 +143,11 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
             f"checkpoint is {manager.latest_checkpoint}. Lower --learning_rate, set "
             "--clip_norm, or use --loss_scale=dynamic.")
 
-      examples_per_second = chunk * config.examples_per_step / seconds
+      examples_per_second = ran * config.examples_per_step / seconds
       _write_train_summaries(writer, step, metrics, examples_per_second,
                              examples_per_second * config.audio_seconds_per_example)
-      if _crossed(before, step, config.log_every) or step >= config.train_steps:
+      if (_crossed(before, step, config.log_every) or step >= config.train_steps
+          or out_of_data):
         meter.update(step, (
             f"loss {float(metrics['loss']):.4f}, grad norm {float(metrics['grad_norm']):.3g}, "
             f"{examples_per_second:.1f} examples/s, "
@@ -153,7 +162,7 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
   writer.flush()
   if stopping:
     return stop["signal"] or "stopped with the other workers"
-  return "completed"
+  return "end of data" if out_of_data else "completed"
 
 
 def _write_train_summaries(writer, step, metrics, examples_per_second, audio_per_second):

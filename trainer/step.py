@@ -72,13 +72,17 @@ class TrainStep:
   mode) and their `losses` (regularisers) are added to the objective; the
   reported `loss` is the data loss alone.
 
-  Attempted vs applied: every step is attempted and advances `global_step` (the
-  schedule and the augmentation seeds follow it); a step whose all-reduced
-  gradients are not finite is not applied (the optimizer and weights stay as
-  they were, the loss scale shrinks, `skipped_steps` counts it).
+  Attempted vs applied: every step that gets a batch is attempted and advances
+  `global_step` (the schedule and the augmentation seeds follow it); a step
+  whose all-reduced gradients are not finite is not applied (the optimizer and
+  weights stay as they were, the loss scale shrinks, `skipped_steps` counts
+  it). At the end of the data a call stops early: no step is attempted without
+  a batch, so `global_step` does not advance, and the call's `steps` says how
+  many ran.
 
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
-  advanced once per attempted step) - everything a checkpoint needs.
+  advanced once per attempted step; pass your own to share or restore one) -
+  everything a checkpoint needs.
   """
 
   def __init__(self, model, loss_fn: LossFn, optimizer: optim.AdamW,
@@ -86,7 +90,8 @@ class TrainStep:
                loss_scale: Optional[loss_scale_lib.LossScale] = None,
                precision: str = "float32", augment: Optional[Augment] = None,
                clip_norm: Optional[float] = None, steps_per_loop: int = 1,
-               jit_compile: bool = True, seed: int = 0):
+               jit_compile: bool = True, seed: int = 0,
+               global_step: Optional[tf.Variable] = None):
     self._dtype = compute_dtype(precision)
     replicas = strategy.num_replicas_in_sync
     if global_batch_size % replicas:
@@ -109,9 +114,12 @@ class TrainStep:
     with strategy.scope():
       self.loss_scale = loss_scale or loss_scale_lib.for_precision("auto", precision)
       optimizer.build(self._variables)
-      self.global_step = tf.Variable(
+      self.global_step = global_step if global_step is not None else tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    if self.global_step.dtype != tf.int64 or self.global_step.shape.rank != 0:
+      raise ValueError(f"global_step must be a scalar int64 tf.Variable, got "
+                       f"{self.global_step.dtype.name} of shape {self.global_step.shape}.")
     self._check_in_scope()
     self._loss_fn, self._augment = loss_fn, augment
     self._global_batch_size, self._clip_norm = global_batch_size, clip_norm
@@ -123,7 +131,7 @@ class TrainStep:
   def _check_in_scope(self):
     named = [("model variable", v) for v in self._variables] + [
         ("optimizer variable", self.optimizer.iterations),
-        ("loss scale variable", self.loss_scale.scale)]
+        ("loss scale variable", self.loss_scale.scale), ("global_step", self.global_step)]
     for kind, variable in named:
       if not self.strategy.extended.variable_created_in_scope(variable):
         raise ValueError(
@@ -138,7 +146,8 @@ class TrainStep:
       reduced, unscaled gradients) over the steps whose update was applied (a
       step that overflowed is attempted, counted in `global_step` and
       `skipped_steps`, but not averaged; NaN if none was applied),
-      `applied_steps` (this call's), `learning_rate`, `loss_scale`,
+      `steps` (attempted in this call: fewer than asked only at the end of the
+      data), `applied_steps` (this call's), `learning_rate`, `loss_scale`,
       `skipped_steps` (total), `global_step`, and per local replica (`[replicas]`):
       `replica_loss_sum`, `replica_examples`, `replica_grad_norm` (mean norm of
       its own contribution to the gradient, before the all-reduce),
@@ -153,8 +162,12 @@ class TrainStep:
                                           "replica_grad_norm", "replica_nonfinite")}
     totals = {k: tf.constant(0.0) for k in ("loss_sum", "examples", "grad_norm", "applied")}
     learning_rate = tf.constant(0.0)
+    steps = tf.constant(0.0)
     for _ in tf.range(num_steps):
-      out = self.strategy.run(self._replica_step, args=(next(iterator),))
+      batch = iterator.get_next_as_optional()
+      if not batch.has_value():  # end of the data: attempt nothing more
+        break
+      out = self.strategy.run(self._replica_step, args=(batch.get_value(),))
       local_results = {k: self.strategy.experimental_local_results(v) for k, v in out.items()}
       sums = {k: total + tf.stack([tf.cast(t, tf.float32) for t in local_results[k]])
               for k, total in sums.items()}
@@ -162,18 +175,18 @@ class TrainStep:
       totals = {k: total + tf.where(applied, local_results[k][0], 0.0)
                 for k, total in totals.items()}
       learning_rate = local_results["learning_rate"][0]
-    steps = tf.cast(num_steps, tf.float32)
+      steps += 1.0
     return dict(
         loss=totals["loss_sum"] / totals["examples"],  # NaN if no step was applied
         grad_norm=totals["grad_norm"] / tf.maximum(totals["applied"], 1.0),
-        applied_steps=totals["applied"],
+        steps=steps, applied_steps=totals["applied"],
         learning_rate=learning_rate,
         loss_scale=tf.identity(self.loss_scale.scale),
         skipped_steps=tf.identity(self.loss_scale.skipped_steps),
         global_step=tf.identity(self.global_step),
         replica_loss_sum=sums["replica_loss_sum"],
         replica_examples=sums["replica_examples"],
-        replica_grad_norm=sums["replica_grad_norm"] / steps,
+        replica_grad_norm=sums["replica_grad_norm"] / tf.maximum(steps, 1.0),
         replica_nonfinite=sums["replica_nonfinite"])
 
   def _replica_compute(self, batch, seed, scale):
@@ -261,7 +274,8 @@ def make_train_step(model, loss_fn: LossFn, optimizer: optim.AdamW,
     optimizer: an `optim.AdamW` created under `strategy.scope()`.
     strategy: any tf.distribute strategy.
     **kwargs: `global_batch_size` (required), `loss_scale`, `precision`,
-      `augment`, `clip_norm`, `steps_per_loop`, `jit_compile`, `seed`.
+      `augment`, `clip_norm`, `steps_per_loop`, `jit_compile`, `seed`,
+      `global_step`.
 
   Returns:
     A `TrainStep`: call it with a (distributed) iterator.

@@ -1,4 +1,4 @@
-"""Tests for trainer.loop with a scripted stand-in for the step: skip counting from the first chunk."""
+"""Tests for trainer.loop with a scripted stand-in for the step: skip counting, end of data."""
 
 import types
 
@@ -10,17 +10,21 @@ from trainer import loop
 class ScriptedStep:
   """Reports, chunk by chunk, how many of its steps were skipped (with a finite loss)."""
 
-  def __init__(self, skips_per_chunk, *, skipped_at_start=0):
+  def __init__(self, skips_per_chunk, *, skipped_at_start=0, batches=10**9):
     self.global_step = tf.Variable(0, dtype=tf.int64)
     self.loss_scale = types.SimpleNamespace(
         skipped_steps=tf.Variable(skipped_at_start, dtype=tf.int64))
     self._skips = list(skips_per_chunk)
+    self._batches = batches
 
   def __call__(self, iterator, num_steps):
     del iterator
-    self.global_step.assign_add(num_steps)
+    ran = min(num_steps, self._batches)
+    self._batches -= ran
+    self.global_step.assign_add(ran)
     self.loss_scale.skipped_steps.assign_add(self._skips.pop(0))
     return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
+                steps=tf.constant(float(ran)),
                 loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
                 learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
                 replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),
@@ -30,8 +34,11 @@ class ScriptedStep:
 class Manager:
   latest_checkpoint = "ckpt-0"
 
+  def __init__(self):
+    self.saved = []
+
   def save(self, checkpoint_number):
-    del checkpoint_number
+    self.saved.append(checkpoint_number)
 
 
 def config(train_steps=20, max_skipped_steps=4):
@@ -43,9 +50,22 @@ def config(train_steps=20, max_skipped_steps=4):
 
 class LoopTest(tf.test.TestCase):
 
-  def run_loop(self, step, **kwargs):
-    return loop.train(step, None, Manager(), config(**kwargs),
-                      summary_dir=self.create_tempdir().full_path, log=lambda _: None)
+  def run_loop(self, step, manager=None, log=lambda _: None, **kwargs):
+    return loop.train(step, None, manager or Manager(), config(**kwargs),
+                      summary_dir=self.create_tempdir().full_path, log=log)
+
+  def test_the_end_of_the_data_stops_the_loop_and_saves_where_it_stopped(self):
+    manager, lines = Manager(), []
+    step = ScriptedStep([0, 0, 0, 0], batches=12)
+    self.assertEqual(self.run_loop(step, manager, log=lines.append), "end of data")
+    self.assertEqual((int(step.global_step.numpy()), manager.saved), (12, [12]))
+    self.assertTrue(any("ran out at step 12, before --train_steps=20" in l for l in lines))
+
+  def test_data_ending_on_a_chunk_boundary_stops_after_an_empty_call(self):
+    manager = Manager()
+    step = ScriptedStep([0, 0, 0, 0], batches=10)
+    self.assertEqual(self.run_loop(step, manager), "end of data")
+    self.assertEqual((int(step.global_step.numpy()), manager.saved), (10, [10]))
 
   def test_skips_in_the_first_chunk_count(self):
     with self.assertRaisesRegex(loop.NonFiniteLoss, "4 non-finite steps in a row up to step 5"):

@@ -116,6 +116,54 @@ class StepEquivalenceTest(tf.test.TestCase):
     self.assertEqual(train._loop.experimental_get_tracing_count(), 1)  # pylint: disable=protected-access
 
 
+class EndOfDataTest(tf.test.TestCase):
+
+  def test_a_call_stops_at_the_end_of_the_data_without_advancing_the_step(self):
+    strategy = strategies.mirrored()
+    model, train = build(strategy, steps_per_loop=3)
+    finite = iter(strategy.distribute_datasets_from_function(
+        lambda _: tf.data.Dataset.from_tensor_slices(data(40)).batch(4, drop_remainder=True)))
+    counts = [(float(m["steps"]), int(m["global_step"]))  # 10 per-replica batches: 5 steps
+              for m in (train(finite), train(finite))]
+    self.assertEqual(counts, [(3.0, 3), (2.0, 5)])
+    before = weights(model)
+    last = train(finite)
+    self.assertEqual((float(last["steps"]), float(last["applied_steps"]),
+                      int(last["global_step"]), int(train.optimizer.iterations.numpy())),
+                     (0.0, 0.0, 5, 5))
+    self.assertTrue(np.isnan(last["loss"]))
+    for x, y in zip(before, weights(model)):
+      self.assertAllEqual(x, y)
+
+
+class SharedGlobalStepTest(tf.test.TestCase):
+
+  def test_a_passed_global_step_is_used_and_continues_the_schedule(self):
+    strategy = strategies.mirrored()
+    schedule = optim.warmup_cosine(0.01, warmup_steps=10, total_steps=100)
+    with strategy.scope():
+      model = Tiny()
+      shared = tf.Variable(60, dtype=tf.int64, trainable=False,
+                           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      optimizer = optim.AdamW(schedule)
+    train = step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+                                     global_step=shared, steps_per_loop=2)
+    self.assertIs(train.global_step, shared)
+    metrics = train(iterator(strategy, data(), 4))
+    self.assertEqual(int(shared.numpy()), 62)
+    self.assertAllClose(metrics["learning_rate"], schedule(61))  # the last step's
+
+  def test_a_global_step_that_is_not_a_scalar_int64_is_refused(self):
+    strategy = strategies.mirrored()
+    with strategy.scope():
+      model, optimizer = Tiny(), optim.AdamW(0.01)
+      wrong = tf.Variable(0.0)
+    with self.assertRaisesRegex(ValueError, "global_step must be a scalar int64 tf.Variable, "
+                                "got float32"):
+      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+                               global_step=wrong)
+
+
 class MetricsTest(tf.test.TestCase):
 
   def test_per_replica_metrics_add_up(self):
