@@ -15,6 +15,7 @@ the update runs once in cross-replica context (`merge_call` +
 `strategy.extended.update`).
 """
 
+import functools
 from typing import Callable, Dict, Optional
 
 import tensorflow as tf
@@ -248,14 +249,16 @@ class TrainStep:
     optimizer = self.optimizer
     step = tf.identity(optimizer.iterations)
 
-    def update(variable, grad, m, v, finite, learning_rate):
+    def update(variable, grad, m, v, finite, learning_rate, decay):
       return tf.cond(finite,
-                     lambda: optimizer.apply_one(variable, grad, m, v, step, learning_rate),
+                     lambda: optimizer.apply_one(variable, grad, m, v, step, learning_rate,
+                                                 decay),
                      lambda: tf.identity(variable))
 
-    for variable, grad, m, v in zip(self._variables, grads, optimizer.m, optimizer.v):
-      strategy.extended.update(variable, update, args=(grad, m, v, finite, learning_rate),
-                               group=False)
+    for variable, grad, m, v, decay in zip(self._variables, grads, optimizer.m, optimizer.v,
+                                           optimizer.decays):
+      strategy.extended.update(variable, functools.partial(update, decay=decay),
+                               args=(grad, m, v, finite, learning_rate), group=False)
     decided = strategy.experimental_local_results(finite)[0]
     optimizer.iterations.assign_add(tf.cast(decided, tf.int64))
     self.loss_scale.update(decided)

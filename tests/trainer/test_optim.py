@@ -66,6 +66,22 @@ class AdamWTest(tf.test.TestCase):
     self.assertAllClose(restored.m[0], optimizer.m[0])
     self.assertAllClose(restored.v[0], optimizer.v[0])
 
+  def test_weight_decay_skips_biases_and_scales_by_default(self):
+    kernel, bias = tf.Variable(np.ones([2, 3], np.float32)), tf.Variable(np.ones(3, np.float32))
+    optimizer = optim.AdamW(0.1, weight_decay=0.5)
+    optimizer.build([kernel, bias])
+    self.assertEqual(optimizer.decays, [True, False])
+    for i, variable in enumerate((kernel, bias)):
+      optimizer.apply_one(variable, tf.zeros_like(variable), optimizer.m[i], optimizer.v[i],
+                          tf.constant(0, tf.int64), 0.1, optimizer.decays[i])
+    self.assertAllClose(kernel, np.full([2, 3], 0.95))  # zero gradient: decay alone
+    self.assertAllClose(bias, np.ones(3))
+
+  def test_a_decay_filter_chooses_what_decays(self):
+    optimizer = optim.AdamW(0.1, weight_decay=0.5, decay_filter=lambda v: "gain" not in v.name)
+    optimizer.build([tf.Variable([1.0], name="gain"), tf.Variable([1.0], name="offset")])
+    self.assertEqual(optimizer.decays, [False, True])
+
   def test_rebuilding_for_another_model_is_an_error(self):
     optimizer = optim.AdamW(0.1)
     optimizer.build([tf.Variable(1.0)])

@@ -164,6 +164,21 @@ class SharedGlobalStepTest(tf.test.TestCase):
                                global_step=wrong)
 
 
+class WeightDecayTest(tf.test.TestCase):
+
+  def test_the_step_decays_kernels_but_not_biases(self):
+    strategy = strategies.mirrored()
+    with strategy.scope():
+      model, optimizer = Tiny(), optim.AdamW(0.1, weight_decay=0.5)
+    no_data_gradient = lambda clean, p: 0.0 * tf.reduce_mean(p, axis=-1)  # pylint: disable=g-long-lambda
+    train = step_lib.make_train_step(model, no_data_gradient, optimizer, strategy,
+                                     global_batch_size=8)
+    kernel, bias = model.kernel.numpy(), model.bias.numpy()
+    train(iterator(strategy, data(), 4))
+    self.assertAllClose(model.kernel, kernel * 0.95)
+    self.assertAllClose(model.bias, bias)
+
+
 class MetricsTest(tf.test.TestCase):
 
   def test_per_replica_metrics_add_up(self):

@@ -13,7 +13,8 @@ flags.DEFINE_enum("schedule", "cosine", ["constant", "cosine"],
                   "constant, or linear warm-up then cosine decay to --final_lr_fraction.")
 flags.DEFINE_integer("warmup_steps", 20, "Linear warm-up steps (cosine schedule).")
 flags.DEFINE_float("final_lr_fraction", 0.1, "Learning rate at the end, as a fraction.")
-flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay.")
+flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay of the kernels (biases and "
+                   "scales, rank <= 1, are excluded).")
 flags.DEFINE_float("beta_1", 0.9, "Adam beta_1.")
 flags.DEFINE_float("beta_2", 0.999, "Adam beta_2.")
 flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm (unset: no clipping).")
