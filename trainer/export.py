@@ -13,6 +13,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from trainer import checkpoints
 from trainer import denoiser
 from trainer import mask_denoiser
 
@@ -54,10 +55,11 @@ def restore_model(model_dir: str):
   """`(model, sample_rate)` with the latest checkpoint's weights."""
   description = read_description(model_dir)
   model = build_model(description)
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
-  if latest is None:
+  restored = checkpoints.restore_newest_intact(
+      tf.train.Checkpoint(model=model), os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
+      partial=True)
+  if restored is None:
     raise FileNotFoundError(f"No checkpoint in {model_dir}/checkpoints: train first.")
-  tf.train.Checkpoint(model=model).restore(latest).expect_partial()
   return model, description["sample_rate"]
 
 
@@ -116,7 +118,7 @@ def main(argv):
   del argv
   try:
     path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite)
-  except (FileNotFoundError, FileExistsError, ValueError) as e:
+  except (FileNotFoundError, FileExistsError, ValueError, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.export: {e}")
   print(f"Exported to {path}")
 

@@ -3,7 +3,6 @@
 import contextlib
 import dataclasses
 import math
-import os
 import signal
 import time
 from typing import Callable, Dict, Optional
@@ -13,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import progress
+from trainer import checkpoints
 
 
 class NonFiniteLoss(RuntimeError):
@@ -29,23 +29,6 @@ class LoopConfig:
   max_skipped_steps: int
   examples_per_step: int
   audio_seconds_per_example: float
-
-
-def checkpoint_manager(checkpoint: tf.train.Checkpoint, model_dir: str, *,
-                       max_to_keep: int = 3,
-                       save_dir: Optional[str] = None) -> tf.train.CheckpointManager:
-  """A manager saving to `save_dir/checkpoints` (default model_dir), after restoring
-  the latest checkpoint in `model_dir/checkpoints` if there is one.
-
-  Multi-worker runs restore every worker from the chief's model_dir and let
-  the other workers save (saves are collective) to private directories.
-  """
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
-  if latest:
-    checkpoint.restore(latest).assert_existing_objects_matched()
-    logging.info("Restored %s", latest)
-  return tf.train.CheckpointManager(
-      checkpoint, os.path.join(save_dir or model_dir, "checkpoints"), max_to_keep=max_to_keep)
 
 
 @contextlib.contextmanager
@@ -154,11 +137,11 @@ def train(train_step: Callable, iterator, manager: tf.train.CheckpointManager,
             f"{examples_per_second * config.audio_seconds_per_example:.1f} audio-s/s"),
                      force=True)
       if _crossed(before, step, config.checkpoint_every):
-        manager.save(checkpoint_number=step)
+        checkpoints.save(manager, step)
       if evaluate is not None and _crossed(before, step, config.eval_every):
         evaluate(step)
       stopping = agree(stop["signal"] is not None)
-  manager.save(checkpoint_number=step)
+  checkpoints.save(manager, step)
   writer.flush()
   if stopping:
     return stop["signal"] or "stopped with the other workers"

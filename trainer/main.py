@@ -20,6 +20,7 @@ from input import pipeline
 from input import records
 from input import synthetic
 import ops
+from trainer import checkpoints
 from trainer import diagnose
 from trainer import evaluation
 from trainer import export
@@ -168,8 +169,8 @@ def run(configs: Configs) -> str:
   checkpoint = tf.train.Checkpoint(model=train_step.model, optimizer=train_step.optimizer,
                                    loss_scale=train_step.loss_scale,
                                    global_step=train_step.global_step)
-  manager = loop.checkpoint_manager(checkpoint, run_cfg.model_dir, save_dir=out_dir,
-                                    max_to_keep=run_cfg.keep_checkpoints)
+  manager = checkpoints.manager(checkpoint, run_cfg.model_dir, save_dir=out_dir,
+                                max_to_keep=run_cfg.keep_checkpoints)
   start_step = int(train_step.global_step.numpy())
   evaluate = None
   if eval_manifest is not None:
@@ -247,7 +248,8 @@ def main(argv):
   try:
     configs = Configs()
     outcome = run(configs)
-  except (ValueError, FileNotFoundError, FileExistsError, loop.NonFiniteLoss) as e:
+  except (ValueError, FileNotFoundError, FileExistsError, loop.NonFiniteLoss,
+          checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")

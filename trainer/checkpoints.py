@@ -1,0 +1,98 @@
+"""Checkpoints: restore the newest intact one (past damaged ones), save with a clear error when the disk refuses."""
+
+import os
+import re
+from typing import Callable, Optional
+
+from absl import logging
+import tensorflow as tf
+
+CHECKPOINT_DIR = "checkpoints"
+
+
+class CheckpointError(RuntimeError):
+  """No checkpoint could be restored, or one could not be written."""
+
+
+def reason(error: Exception) -> str:
+  """The operating system's words from a TensorFlow file error ("No space left on device")."""
+  message = getattr(error, "message", None) or str(error)
+  found = re.search(r";\s*([^;\[\n]+?)\s*(\[Op:[^\]]*\])?\s*$", message)
+  return found.group(1) if found else message.strip().splitlines()[-1]
+
+
+def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
+                          partial: bool = False,
+                          warn: Callable[..., None] = logging.warning) -> Optional[str]:
+  """Restores the newest checkpoint in `directory` that reads back whole.
+
+  A newer one that is damaged (truncated or missing files, e.g. the machine
+  died while saving) is passed over with a warning, so a crash costs only the
+  steps since the checkpoint before it.
+
+  Args:
+    checkpoint: what to restore into.
+    directory: a tf.train.CheckpointManager directory.
+    partial: the checkpoint may hold more than `checkpoint` tracks (e.g. the
+      optimizer, when only the model is restored).
+    warn: where the warnings go.
+
+  Returns:
+    The restored checkpoint's path, or None if `directory` holds none.
+
+  Raises:
+    CheckpointError: there are checkpoints, and none can be restored.
+  """
+  state = tf.train.get_checkpoint_state(directory)
+  candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
+  failures = []
+  for path in candidates:
+    try:
+      status = checkpoint.restore(path)
+      if partial:
+        status.expect_partial()
+      else:
+        status.assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as e:
+      # a truncated data file raises IndexError ("Read less bytes than requested")
+      failures.append(f"{os.path.basename(path)}: {reason(e)}")
+      warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, reason(e))
+      continue
+    if failures:
+      warn("Restored %s, the newest intact checkpoint; training repeats the steps after it.",
+           path)
+    return path
+  if failures:
+    raise CheckpointError(f"No checkpoint in {directory} can be restored "
+                          f"({'; '.join(failures)}). Move the damaged ones aside, or start "
+                          "in a new model_dir.")
+  return None
+
+
+def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int = 3,
+            save_dir: Optional[str] = None) -> tf.train.CheckpointManager:
+  """A manager saving to `save_dir/checkpoints` (default model_dir), after restoring
+  the newest intact checkpoint in `model_dir/checkpoints` if there is one.
+
+  Multi-worker runs restore every worker from the chief's model_dir and let
+  the other workers save (saves are collective) to private directories.
+  """
+  restored = restore_newest_intact(checkpoint, os.path.join(model_dir, CHECKPOINT_DIR))
+  if restored:
+    logging.info("Restored %s", restored)
+  return tf.train.CheckpointManager(
+      checkpoint, os.path.join(save_dir or model_dir, CHECKPOINT_DIR), max_to_keep=max_to_keep)
+
+
+def save(checkpoints: tf.train.CheckpointManager, step: int) -> str:
+  """Saves checkpoint `step`; on a write failure removes its partial files and raises
+  CheckpointError naming the directory and the cause."""
+  try:
+    return checkpoints.save(checkpoint_number=step)
+  except (tf.errors.OpError, OSError) as e:
+    for partial in tf.io.gfile.glob(os.path.join(checkpoints.directory, f"*-{step}_temp*")):
+      tf.io.gfile.rmtree(partial) if tf.io.gfile.isdir(partial) else tf.io.gfile.remove(partial)
+    kept = (f"; the last good one, {checkpoints.latest_checkpoint}, is intact"
+            if checkpoints.latest_checkpoint else "")
+    raise CheckpointError(f"Could not write checkpoint {step} in {checkpoints.directory} "
+                          f"({reason(e)}): free space or make it writable{kept}.") from e
