@@ -1,7 +1,8 @@
-"""Atomic writes: write under a temporary name, rename when complete, so no reader sees half a file."""
+"""Atomic writes (temporary name, renamed when complete, so no reader sees half a file) and file errors in plain words."""
 
 import json
 import os
+import re
 import uuid
 
 import tensorflow as tf
@@ -32,3 +33,13 @@ def write_text(path: str, text: str) -> str:
 def write_json(path: str, value) -> str:
   """Writes `value` as indented JSON to `path` atomically; returns `path`."""
   return write_text(path, json.dumps(value, indent=2) + "\n")
+
+
+def reason(error: Exception) -> str:
+  """The operating system's words from a Python or TensorFlow file error, e.g. "No space
+  left on device" out of a long op message."""
+  if isinstance(error, OSError) and error.strerror:
+    return error.strerror
+  message = getattr(error, "message", None) or str(error)
+  found = re.search(r";\s*([^;\[\n]+?)\s*(\[Op:[^\]]*\])?\s*$", message)
+  return found.group(1) if found else message.strip().splitlines()[-1]

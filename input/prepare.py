@@ -128,7 +128,7 @@ def main(argv):
                        segment_seconds=FLAGS.segment_seconds, hop_seconds=FLAGS.hop_seconds,
                        drop_last=FLAGS.drop_last, num_shards=FLAGS.num_shards,
                        compression=FLAGS.compression, overwrite=FLAGS.overwrite)
-  except (ValueError, FileExistsError) as e:
+  except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
     sys.exit(f"input.prepare: {e}")
   print(f"Wrote {manifest.num_examples} segments ({manifest.total_hours:.3f} h) in "
         f"{len(manifest.shards)} shards; manifest: "

@@ -1,5 +1,6 @@
 """The on-disk format: int16 noisy/clean TFRecord shards, their manifest, writer and batch parser."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -187,7 +188,10 @@ class ShardWriter:
   An existing split is refused unless `overwrite`. Nothing looks valid until
   `close()`: shards are renamed into place and the manifest is written last
   (itself via a temporary name). `abort()` (or leaving
-  a `with` block by an exception) removes every temporary file.
+  a `with` block by an exception) removes every temporary file. A write the
+  file system refuses (full, read-only) raises OSError naming the directory
+  and the cause, after removing the temporary shards; an existing split is
+  then unchanged.
   """
 
   def __init__(self, output_dir: str, split: str, *, num_shards: int,
@@ -208,8 +212,21 @@ class ShardWriter:
     self._names = [shard_name(split, i, num_shards) for i in range(num_shards)]
     self._counts = [0] * num_shards
     options = tf.io.TFRecordOptions(compression_type=tfrecord_compression(compression))
-    self._writers = [tf.io.TFRecordWriter(self._tmp(n), options) for n in self._names]
+    self._writers = []
+    with self._failing_writes_abort():
+      self._writers = [tf.io.TFRecordWriter(self._tmp(n), options) for n in self._names]
     self._next = 0
+
+  @contextlib.contextmanager
+  def _failing_writes_abort(self):
+    """Turns a refused write into an OSError that says where and why, leaving no temporaries."""
+    try:
+      yield
+    except (tf.errors.OpError, OSError) as e:
+      self.abort()
+      raise OSError(f"Could not write split {self._split!r} in {self._dir} "
+                    f"({files.reason(e)}): free space or make it writable, then run again. "
+                    "No temporary shard was left behind.") from e
 
   def _tmp(self, name: str) -> str:
     return os.path.join(self._dir, f".{name}.tmp")
@@ -220,8 +237,9 @@ class ShardWriter:
       raise ValueError(f"Example {example_id} has {len(noisy_pcm)} samples; this split "
                        f"holds segments of {self._segment_samples}.")
     shard = self._next % len(self._writers)
-    self._writers[shard].write(
-        serialize_example(noisy_pcm, clean_pcm, self._sample_rate, example_id))
+    record = serialize_example(noisy_pcm, clean_pcm, self._sample_rate, example_id)
+    with self._failing_writes_abort():
+      self._writers[shard].write(record)
     self._counts[shard] += 1
     self._next += 1
 
@@ -230,8 +248,9 @@ class ShardWriter:
     if self._next == 0:
       self.abort()
       raise ValueError(f"No examples were written for split {self._split!r}.")
-    for writer in self._writers:
-      writer.close()
+    with self._failing_writes_abort():
+      for writer in self._writers:
+        writer.close()  # flushes: a full disk may only show here
     if tf.io.gfile.exists(manifest_path(self._dir, self._split)):  # replacing a split: no
       tf.io.gfile.remove(manifest_path(self._dir, self._split))  # reader may pair old and new
     for name in self._names:
@@ -250,9 +269,13 @@ class ShardWriter:
     return manifest
 
   def abort(self):
-    """Closes and deletes every temporary shard."""
-    for writer, name in zip(self._writers, self._names):
-      writer.close()
+    """Closes and deletes every temporary shard (a writer that cannot flush is dropped)."""
+    for writer in self._writers:
+      try:
+        writer.close()
+      except (tf.errors.OpError, OSError):
+        pass  # its file is removed next; the caller reports the first failure
+    for name in self._names:
       if tf.io.gfile.exists(self._tmp(name)):
         tf.io.gfile.remove(self._tmp(name))
 

@@ -146,7 +146,7 @@ def main(argv):
                             sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
                             num_shards=FLAGS.num_shards, compression=FLAGS.compression,
                             processes=FLAGS.processes, overwrite=FLAGS.overwrite)
-  except (ValueError, FileExistsError) as e:
+  except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
     sys.exit(f"input.synthetic: {e}")
   print(f"Wrote {manifest.num_examples} examples ({manifest.total_hours * 60:.1f} min) in "
         f"{len(manifest.shards)} shards to {FLAGS.output_dir}")

@@ -1,24 +1,18 @@
 """Checkpoints: restore the newest intact one (past damaged ones), save with a clear error when the disk refuses."""
 
 import os
-import re
 from typing import Callable, Optional
 
 from absl import logging
 import tensorflow as tf
+
+from input import files
 
 CHECKPOINT_DIR = "checkpoints"
 
 
 class CheckpointError(RuntimeError):
   """No checkpoint could be restored, or one could not be written."""
-
-
-def reason(error: Exception) -> str:
-  """The operating system's words from a TensorFlow file error ("No space left on device")."""
-  message = getattr(error, "message", None) or str(error)
-  found = re.search(r";\s*([^;\[\n]+?)\s*(\[Op:[^\]]*\])?\s*$", message)
-  return found.group(1) if found else message.strip().splitlines()[-1]
 
 
 def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
@@ -55,8 +49,8 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
         status.assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as e:
       # a truncated data file raises IndexError ("Read less bytes than requested")
-      failures.append(f"{os.path.basename(path)}: {reason(e)}")
-      warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, reason(e))
+      failures.append(f"{os.path.basename(path)}: {files.reason(e)}")
+      warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, files.reason(e))
       continue
     if failures:
       warn("Restored %s, the newest intact checkpoint; training repeats the steps after it.",
@@ -95,4 +89,4 @@ def save(checkpoints: tf.train.CheckpointManager, step: int) -> str:
     kept = (f"; the last good one, {checkpoints.latest_checkpoint}, is intact"
             if checkpoints.latest_checkpoint else "")
     raise CheckpointError(f"Could not write checkpoint {step} in {checkpoints.directory} "
-                          f"({reason(e)}): free space or make it writable{kept}.") from e
+                          f"({files.reason(e)}): free space or make it writable{kept}.") from e

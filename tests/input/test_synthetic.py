@@ -1,4 +1,10 @@
-"""Tests for input.synthetic: determinism, SNR and level ranges, babble bank, parallel generation."""
+"""Tests for input.synthetic: determinism, SNR and level ranges, babble bank, parallel generation, full disks."""
+
+import os
+import resource
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -65,6 +71,33 @@ class SyntheticTest(tf.test.TestCase):
     first = [i.decode() for i in parsed["id"].numpy()].index("synth-2-0")
     self.assertAllClose(records.pcm_to_float(parsed["clean"])[first], clean, atol=1 / 32768)
     self.assertAllClose(records.pcm_to_float(parsed["noisy"])[first], noisy, atol=1 / 32768)
+
+
+def full_disk(limit_bytes=50000):
+  """For a child process: any file past `limit_bytes` fails to grow (EFBIG), as on a full disk."""
+  signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+
+class FullDiskTest(tf.test.TestCase):
+
+  def test_a_full_disk_is_one_clear_line_and_the_existing_split_survives(self):
+    data_dir = self.create_tempdir().full_path
+    command = [sys.executable, "-m", "input.synthetic", f"--output_dir={data_dir}",
+               "--num_examples=16", "--seconds=0.5", f"--sample_rate={RATE}",
+               "--num_shards=2", "--processes=1"]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    subprocess.run(command, cwd=repo, check=True, capture_output=True, timeout=300)
+    before = sorted(os.listdir(data_dir))
+    result = subprocess.run(command + ["--overwrite", "--seed=1"], cwd=repo,
+                            capture_output=True, text=True, timeout=300,
+                            preexec_fn=full_disk)
+    self.assertNotEqual(result.returncode, 0)
+    self.assertRegex(result.stderr.strip().splitlines()[-1],
+                     r"^input.synthetic: Could not write split 'train' in .* \(File too "
+                     r"large\): free space or make it writable, then run again\.")
+    self.assertEqual(sorted(os.listdir(data_dir)), before)  # no .tmp shards, old split whole
+    self.assertEqual(records.read_manifest(data_dir, "train").num_examples, 16)
 
 
 if __name__ == "__main__":
