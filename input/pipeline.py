@@ -22,7 +22,8 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
                           cycle_length: int = 8, epochs: Optional[int] = None,
                           ram_budget_mb: Optional[int] = None, deterministic: bool = False,
                           skip_steps: int = 0, data_service: Optional[str] = None,
-                          data_service_sharding: str = "off") -> DatasetFn:
+                          data_service_sharding: str = "off",
+                          data_service_timeout: float = 60.0) -> DatasetFn:
   """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
 
   Args:
@@ -48,6 +49,8 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
       shards (see input.service; the order is random there, so `seed`,
       `deterministic` and `skip_steps` do not apply).
     data_service_sharding: off | dynamic (see input.service).
+    data_service_timeout: seconds to wait for the dispatcher to answer before
+      a ConnectionError.
 
   Returns:
     `dataset_fn(input_context)` for `distribute` /
@@ -112,7 +115,8 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
                           deterministic=deterministic)
     if data_service is not None:
       dataset = service.distribute(dataset.prefetch(tf.data.AUTOTUNE), service=data_service,
-                                   sharding=data_service_sharding)
+                                   sharding=data_service_sharding,
+                                   connect_timeout_seconds=data_service_timeout)
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(
         _options(deterministic=deterministic, ram_budget_mb=ram_budget_mb))
 

@@ -18,7 +18,9 @@ Sharding (`--data_service_sharding`):
            a worker that dies loses the rest of its current files for that epoch.
 """
 
+import socket
 import sys
+import time
 
 from absl import app
 from absl import flags
@@ -44,9 +46,37 @@ def sharding_policy(name: str):
     raise ValueError(f"Unknown data service sharding {name!r}: use off or dynamic.") from None
 
 
+def wait_for_dispatcher(service: str, timeout_seconds: float = 60.0,
+                        poll_seconds: float = 1.0):
+  """Returns once something accepts connections at the dispatcher's host:port.
+
+  The tf.data client itself retries an absent dispatcher forever (INFO lines
+  only); this turns that into a ConnectionError after `timeout_seconds`.
+  """
+  host, port = check_address(service)[len("grpc://"):].rsplit(":", 1)
+  deadline = time.monotonic() + timeout_seconds
+  while True:
+    try:
+      with socket.create_connection((host, int(port)), timeout=max(0.1, min(
+          5.0, deadline - time.monotonic()))):
+        return
+    except OSError as e:
+      if time.monotonic() + poll_seconds > deadline:
+        raise ConnectionError(
+            f"No tf.data dispatcher answers at {service} after {timeout_seconds:g} s "
+            f"({e.strerror or e}): start one there (python -m input.service dispatcher "
+            f"--port={port}), or fix the address.") from None
+      time.sleep(poll_seconds)
+
+
 def distribute(dataset: tf.data.Dataset, *, service: str, sharding: str = "off",
-               job_name: str = "denoise-train") -> tf.data.Dataset:
-  """Runs `dataset` on the tf.data service at `service`; consumers of one job share it."""
+               job_name: str = "denoise-train",
+               connect_timeout_seconds: float = 60.0) -> tf.data.Dataset:
+  """Runs `dataset` on the tf.data service at `service`; consumers of one job share it.
+
+  Raises ConnectionError if no dispatcher answers within `connect_timeout_seconds`.
+  """
+  wait_for_dispatcher(service, connect_timeout_seconds)
   return dataset.apply(tf.data.experimental.service.distribute(
       processing_mode=sharding_policy(sharding), service=check_address(service),
       job_name=job_name))

@@ -160,7 +160,8 @@ def run(configs: Configs) -> str:
         seed=run_cfg.seed, reverb=reverb if data.reverb == "host" else None,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
         deterministic=data.deterministic_input, skip_steps=skip_steps,
-        data_service=data.data_service, data_service_sharding=data.data_service_sharding)
+        data_service=data.data_service, data_service_sharding=data.data_service_sharding,
+        data_service_timeout=data.data_service_timeout)
 
   if run_cfg.mode == "diagnose":
     return run_diagnosis(configs, strategy, train_step, train_dataset_fn(), train_manifest,
@@ -248,8 +249,8 @@ def main(argv):
   try:
     configs = Configs()
     outcome = run(configs)
-  except (ValueError, FileNotFoundError, FileExistsError, loop.NonFiniteLoss,
-          checkpoints.CheckpointError) as e:
+  except (ValueError, FileNotFoundError, FileExistsError, ConnectionError,
+          loop.NonFiniteLoss, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")

@@ -2,9 +2,11 @@
 
 import collections
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 import tensorflow as tf
@@ -31,6 +33,18 @@ class ServiceTest(tf.test.TestCase):
     for server in self.workers + [self.dispatcher]:
       server._stop()  # pylint: disable=protected-access
     super().tearDown()
+
+  def test_waiting_for_a_dispatcher_returns_at_once_or_times_out_clearly(self):
+    service.wait_for_dispatcher(self.dispatcher.target, timeout_seconds=5)
+    with socket.socket() as probe:  # a port nothing listens on
+      probe.bind(("localhost", 0))
+      absent = f"grpc://localhost:{probe.getsockname()[1]}"
+    start = time.monotonic()
+    with self.assertRaisesRegex(ConnectionError, rf"No tf.data dispatcher answers at {absent} "
+                                r"after 1.5 s \(Connection refused\): start one there "
+                                r"\(python -m input.service dispatcher --port=\d+\)"):
+      service.wait_for_dispatcher(absent, timeout_seconds=1.5, poll_seconds=0.2)
+    self.assertLess(time.monotonic() - start, 10)
 
   def test_training_pipeline_runs_on_the_service(self):
     fn = pipeline.make_train_dataset_fn(self.manifest, global_batch_size=4,

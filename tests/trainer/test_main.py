@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,20 @@ class ErrorTest(tf.test.TestCase):
     with open(f"{root}/run/config.json") as f:
       self.assertEqual(json.load(f)["model"]["hidden"], 8)
 
+  def test_an_absent_data_service_dispatcher_is_an_error_not_a_hang(self):
+    root = tempfile.mkdtemp()
+    synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5, sample_rate=8000,
+                           num_shards=2)
+    with socket.socket() as probe:  # a port nothing listens on
+      probe.bind(("localhost", 0))
+      port = probe.getsockname()[1]
+    result = run_main(*TINY, f"--data_dir={root}/data", f"--model_dir={root}/run",
+                      f"--data_service=grpc://localhost:{port}", "--data_service_timeout=2",
+                      timeout=300)
+    self.assert_one_line_error(result, rf"^trainer.main: No tf.data dispatcher answers at "
+                               rf"grpc://localhost:{port} after 2 s \(Connection refused\): "
+                               r"start one there")
+
   def test_truncated_shard_stops_before_training(self):
     root = tempfile.mkdtemp()
     manifest = synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5,
@@ -195,10 +210,6 @@ class ErrorTest(tf.test.TestCase):
       f.truncate(os.path.getsize(manifest.paths[1]) // 2)
     result = run_main(*TINY, f"--data_dir={root}/data", f"--model_dir={root}/run")
     self.assert_one_line_error(result, r"Shard .*train-00001-of-00002.tfrecord is \d+ bytes")
-
-
-if __name__ == "__main__":
-  tf.test.main()
 
 
 @pytest.mark.slow
@@ -227,3 +238,7 @@ class DiagnoseModeTest(tf.test.TestCase):
         report = json.load(f)
       self.assertGreater(report["examples_per_second"]["both"], 0)
       self.assertFalse(os.path.exists(os.path.join(model_dir, "checkpoints")))
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -40,6 +40,8 @@ flags.DEFINE_float("reverb_keep_clean", 0.1, "Share of the clean reverb kept in 
 flags.DEFINE_string("data_service", None, "grpc://host:port of a tf.data service dispatcher "
                     "(python -m input.service): run the training pipeline's reading and "
                     "preprocessing on its workers.")
+flags.DEFINE_float("data_service_timeout", 60.0, "Seconds to wait for the --data_service "
+                   "dispatcher to answer before stopping with an error.")
 flags.DEFINE_enum("data_service_sharding", "off", ["off", "dynamic"],
                   "off: each service worker produces full epochs (robust, may repeat "
                   "examples within an epoch); dynamic: each example at most once per epoch "
@@ -69,6 +71,7 @@ class DataConfig:
   reverb_keep_clean: float
   data_service: Optional[str]
   data_service_sharding: str
+  data_service_timeout: float
 
 
 def from_flags(model_dir: str) -> DataConfig:
@@ -90,6 +93,9 @@ def from_flags(model_dir: str) -> DataConfig:
       raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
   if FLAGS.data_service is not None:
     service.check_address(FLAGS.data_service)
+  if FLAGS.data_service_timeout <= 0:
+    raise ValueError(f"--data_service_timeout must be > 0 seconds, got "
+                     f"{FLAGS.data_service_timeout}.")
   synthetic_dir = None
   if data_dir is None:
     synthetic_dir = FLAGS.synthetic_dir or os.path.join(
