@@ -1,4 +1,4 @@
-"""The training program: python -m trainer.main --flagfile=flags/a100.flags
+"""The training program: python -m trainer.main --flagfile=a100.flags (a bare name means flags/)
 
 Builds the strategy, data (input/), the default denoiser, AdamW, loss scale and
 the training step from validated flags, then runs the outer loop
@@ -24,6 +24,7 @@ from trainer import checkpoints
 from trainer import diagnose
 from trainer import evaluation
 from trainer import export
+from trainer import flagfiles
 from trainer import loop
 from trainer import loss_scale as loss_scale_lib
 from trainer import losses
@@ -276,4 +277,4 @@ def _explain_data_loss(configs: Configs, error: tf.errors.DataLossError) -> str:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=lambda argv: app.parse_flags_with_usage(flagfiles.resolve(argv)))
