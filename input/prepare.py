@@ -15,8 +15,8 @@ from absl import flags
 from absl import logging
 import numpy as np
 
+from common import progress
 from input import audio
-from input import progress
 from input import records
 
 

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from input import files
+from common import files
 
 # User-facing names -> TFRecord compression types. TFRecordDataset reads any
 # other string silently as uncompressed, so nothing else may reach it.

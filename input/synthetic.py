@@ -25,8 +25,8 @@ from absl import flags
 from absl import logging
 import numpy as np
 
+from common import progress
 from input import noise
-from input import progress
 from input import records
 from input import speech
 

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 from absl import logging
 import tensorflow as tf
 
-from input import files
+from common import files
 
 CHECKPOINT_DIR = "checkpoints"
 

@@ -16,8 +16,8 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from common import files
 from input import audio
-from input import files
 
 
 def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,

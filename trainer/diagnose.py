@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional
 
 import tensorflow as tf
 
-from input import files
+from common import files
 
 # Input-bound when more than 15% of step time waits for input: repeated
 # measurements of one setup here differ by up to ~8%, so smaller fractions are noise.

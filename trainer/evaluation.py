@@ -7,7 +7,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from input import files
+from common import files
 
 from trainer import losses
 from trainer import metrics

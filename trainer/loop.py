@@ -11,7 +11,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from input import progress
+from common import progress
 from trainer import checkpoints
 
 

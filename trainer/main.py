@@ -15,7 +15,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from input import files
+from common import files
 from input import pipeline
 from input import records
 from input import synthetic

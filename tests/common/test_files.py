@@ -1,11 +1,11 @@
-"""Tests for input.files: atomic text and JSON writes."""
+"""Tests for common.files: atomic text and JSON writes, error reasons."""
 
 import json
 import os
 
 import tensorflow as tf
 
-from input import files
+from common import files
 
 
 class FilesTest(tf.test.TestCase):
@@ -32,6 +32,16 @@ class FilesTest(tf.test.TestCase):
       files.write_bytes(target, b"data")
     self.assertEqual(os.listdir(directory), ["taken"])
     self.assertEqual(os.listdir(target), ["inside"])
+
+
+  def test_reason_finds_the_operating_systems_words(self):
+    self.assertEqual(files.reason(OSError(28, "No space left on device")),
+                     "No space left on device")
+    tf_error = tf.errors.OutOfRangeError(
+        None, None, "{{function_node __wrapped__SaveV2}} d/ckpt-2_temp/part-0.data; "
+        "File too large [Op:SaveV2]")
+    self.assertEqual(files.reason(tf_error), "File too large")
+    self.assertEqual(files.reason(ValueError("first\nlast line")), "last line")
 
 
 if __name__ == "__main__":

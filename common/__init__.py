@@ -1,0 +1,1 @@
+"""Helpers every package shares: atomic file writes, progress lines."""
