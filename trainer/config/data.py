@@ -1,13 +1,11 @@
 """Data flags: where the shards are (or the synthetic corpus), cropping, shuffling, reverb placement."""
 
 import dataclasses
-import os
 from typing import Optional
 
 from absl import flags
+import tensorflow as tf
 
-from input import service
-from input import synthetic
 from trainer import config as config_lib
 
 flags.DEFINE_string("data_dir", None, "Directory with {split}.manifest.json and shards "
@@ -74,10 +72,10 @@ class DataConfig:
   data_service_timeout: float
 
 
-def from_flags(model_dir: str) -> DataConfig:
+def from_flags() -> DataConfig:
   """Validated data configuration; raises ValueError naming the flag to fix."""
   data_dir = FLAGS.data_dir
-  if data_dir is not None and not os.path.isdir(data_dir):
+  if data_dir is not None and not tf.io.gfile.isdir(data_dir):
     raise ValueError(f"--data_dir={data_dir} does not exist. Prepare data with "
                      "python -m input.prepare, or drop --data_dir to use the synthetic corpus.")
   if data_dir is None and not FLAGS.synthetic:
@@ -91,16 +89,7 @@ def from_flags(model_dir: str) -> DataConfig:
   for name in ("reverb_proba", "reverb_keep_clean"):
     if not 0 <= getattr(FLAGS, name) <= 1:
       raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
-  if FLAGS.data_service is not None:
-    service.check_address(FLAGS.data_service)
   if FLAGS.data_service_timeout <= 0:
     raise ValueError(f"--data_service_timeout must be > 0 seconds, got "
                      f"{FLAGS.data_service_timeout}.")
-  synthetic_dir = None
-  if data_dir is None:
-    synthetic_dir = FLAGS.synthetic_dir or os.path.join(
-        os.path.dirname(os.path.abspath(model_dir)),
-        f"synthetic-v{synthetic.VERSION}-{FLAGS.sample_rate}Hz-{FLAGS.synthetic_seconds:g}s-"
-        f"{FLAGS.synthetic_examples}")
-  return config_lib.from_flag_values(DataConfig, synthetic_dir=synthetic_dir,
-                                     crop_seconds=FLAGS.crop_seconds or None)
+  return config_lib.from_flag_values(DataConfig, crop_seconds=FLAGS.crop_seconds or None)

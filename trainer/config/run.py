@@ -1,6 +1,7 @@
 """Run flags: model_dir, strategy and devices, batch, steps and the outer loop's intervals."""
 
 import dataclasses
+from typing import Optional, Tuple
 
 from absl import flags
 
@@ -35,6 +36,10 @@ flags.DEFINE_enum("jit_compile", "auto", ["auto", "on", "off"],
                   "XLA-compile each replica's step. auto: on for GPUs, off on CPUs (measured "
                   "here: the default model's step runs 2x slower under XLA on a 2-core CPU).")
 
+flags.DEFINE_string("profile_steps", None, "START,END: write a TensorBoard profile (with step "
+                    "markers) of the steps from global step START to END, into "
+                    "model_dir/train.")
+
 FLAGS = flags.FLAGS
 
 
@@ -59,10 +64,26 @@ class RunConfig:
   jit_compile: str
   diagnose_steps: int
   diagnose_warmup: int
+  profile_steps: Optional[Tuple[int, int]]
+
+
+def parse_profile_steps(text: Optional[str]) -> Optional[Tuple[int, int]]:
+  """"START,END" -> (START, END) with 0 <= START < END; None for no profile."""
+  if not text:
+    return None
+  try:
+    start, end = (int(part) for part in text.split(","))
+  except ValueError:
+    raise ValueError(f"--profile_steps={text!r} must be START,END (two step numbers, e.g. "
+                     "100,110).") from None
+  if not 0 <= start < end:
+    raise ValueError(f"--profile_steps={text!r} needs 0 <= START < END.")
+  return start, end
 
 
 def from_flags() -> RunConfig:
-  config = config_lib.from_flag_values(RunConfig)
+  config = config_lib.from_flag_values(
+      RunConfig, profile_steps=parse_profile_steps(FLAGS.profile_steps))
   config_lib.check_at_least(1, config, "global_batch_size", "train_steps", "steps_per_loop",
                             "log_every", "checkpoint_every", "keep_checkpoints",
                             "cpu_replicas", "max_skipped_steps", "diagnose_steps",

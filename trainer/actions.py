@@ -1,0 +1,201 @@
+"""What the controller does between calls of the step: skip guard, summaries, progress, periodic work, profiling, stop requests."""
+
+import contextlib
+import dataclasses
+import math
+import signal
+from typing import Callable, Dict, Optional, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from common import progress
+
+
+class NonFiniteLoss(RuntimeError):
+  """Training produced non-finite steps for too long; the last good checkpoint is kept."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+  """One call of the step: `asked` steps, `ran` of them (global step `before` -> `after`)."""
+  before: int
+  after: int
+  asked: int
+  ran: int
+  seconds: float
+  metrics: Dict[str, np.ndarray]
+
+  @property
+  def out_of_data(self) -> bool:
+    return self.ran < self.asked
+
+  def crossed(self, every: int) -> bool:
+    """Whether a multiple of `every` (> 0) lies in (before, after]."""
+    return every > 0 and self.after // every > self.before // every
+
+
+class SkipGuard:
+  """Raises NonFiniteLoss after `max_in_a_row` steps in a row were skipped or non-finite.
+
+  Counts from the restored total, so skips before a resume are not counted again.
+  """
+
+  def __init__(self, max_in_a_row: int, skipped_at_start: int,
+               last_good: Callable[[], Optional[str]]):
+    self._max, self._skipped_before, self._last_good = max_in_a_row, skipped_at_start, last_good
+    self._in_a_row = 0
+
+  def __call__(self, chunk: Chunk):
+    skipped = int(chunk.metrics["skipped_steps"])
+    new_skips, self._skipped_before = skipped - self._skipped_before, skipped
+    self._in_a_row = self._in_a_row + new_skips if new_skips == chunk.ran else new_skips
+    if not math.isfinite(float(chunk.metrics["loss"])) and new_skips == 0:
+      self._in_a_row += chunk.ran
+    if self._in_a_row >= self._max:
+      raise NonFiniteLoss(
+          f"{self._in_a_row} non-finite steps in a row up to step {chunk.after} "
+          f"(max_skipped_steps={self._max}); stopping. The last good checkpoint is "
+          f"{self._last_good()}. Lower the learning rate, clip gradients, or use dynamic "
+          "loss scaling.")
+
+
+class TrainSummaries:
+  """Loss, gradient norm, schedule, loss scale, throughput and per-replica values to TensorBoard."""
+
+  def __init__(self, writer, *, examples_per_step: int, audio_seconds_per_example: float):
+    self._writer = writer
+    self._examples_per_step = examples_per_step
+    self._audio_seconds = audio_seconds_per_example
+
+  def throughput(self, chunk: Chunk) -> Tuple[float, float]:
+    """`(examples/s, audio seconds/s)` of the chunk."""
+    examples = chunk.ran * self._examples_per_step / max(chunk.seconds, 1e-9)
+    return examples, examples * self._audio_seconds
+
+  def __call__(self, chunk: Chunk):
+    metrics = chunk.metrics
+    examples_per_second, audio_per_second = self.throughput(chunk)
+    with self._writer.as_default(step=chunk.after):
+      for key in ("loss", "grad_norm", "learning_rate", "loss_scale", "skipped_steps"):
+        tf.summary.scalar(key, float(metrics[key]))
+      tf.summary.scalar("examples_per_second", examples_per_second)
+      tf.summary.scalar("audio_seconds_per_second", audio_per_second)
+      replica_loss = metrics["replica_loss_sum"] / np.maximum(metrics["replica_examples"], 1)
+      for i, (loss, norm) in enumerate(zip(replica_loss, metrics["replica_grad_norm"])):
+        tf.summary.scalar(f"replica_{i}/loss", float(loss))
+        tf.summary.scalar(f"replica_{i}/grad_norm", float(norm))
+        tf.summary.scalar(f"replica_{i}/nonfinite_steps",
+                          float(metrics["replica_nonfinite"][i]))
+
+
+class ProgressLog:
+  """A progress line (step, rate, ETA, loss, throughput) every `every` steps and at the end."""
+
+  def __init__(self, meter: progress.Progress, summaries: TrainSummaries, *, every: int,
+               train_steps: int):
+    self._meter, self._summaries = meter, summaries
+    self._every, self._train_steps = every, train_steps
+
+  def __call__(self, chunk: Chunk):
+    if not (chunk.crossed(self._every) or chunk.after >= self._train_steps
+            or chunk.out_of_data):
+      return
+    examples_per_second, audio_per_second = self._summaries.throughput(chunk)
+    self._meter.update(chunk.after, (
+        f"loss {float(chunk.metrics['loss']):.4f}, "
+        f"grad norm {float(chunk.metrics['grad_norm']):.3g}, "
+        f"{examples_per_second:.1f} examples/s, {audio_per_second:.1f} audio-s/s"), force=True)
+
+
+def every(steps: int, fn: Callable[[int], object]) -> Callable[[Chunk], None]:
+  """An action calling `fn(step)` whenever a chunk crosses a multiple of `steps` (0: never)."""
+
+  def action(chunk: Chunk):
+    if chunk.crossed(steps):
+      fn(chunk.after)
+
+  return action
+
+
+class Profiler:
+  """A TensorBoard profile of the steps from global step `start` to `end`, with step markers.
+
+  Inside the window the step runs one step per call, each call inside a
+  `tf.profiler.experimental.Trace("train", step_num=...)` (the iterator's
+  `next` runs inside the step), which is what TensorBoard's input-pipeline
+  analyzer and step-time graphs need from a loop Keras does not drive.
+  """
+
+  def __init__(self, steps: Optional[Tuple[int, int]], logdir: str,
+               log: Callable[[str], None] = logging.info):
+    self._start, self._end = steps or (None, None)
+    self._logdir, self._log = logdir, log
+    self._running = False
+
+  def chunk_size(self, step: int, wanted: int) -> int:
+    """How many steps the next call may run: it stops at `start`; one at a time inside."""
+    if self._start is None or step >= self._end:
+      return wanted
+    if step < self._start:
+      return min(wanted, self._start - step)
+    return 1
+
+  @contextlib.contextmanager
+  def around_call(self, step: int):
+    """Starts the profiler at `start`, marks each step inside the window, stops at `end`."""
+    if self._start is None or not self._start <= step < self._end:
+      yield
+      return
+    if not self._running:
+      tf.profiler.experimental.start(self._logdir)
+      self._running = True
+      self._log(f"Profiling steps {self._start}-{self._end} into {self._logdir}.")
+    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+      yield
+    if step + 1 >= self._end:
+      self.stop()
+
+  def stop(self):
+    """Writes the profile if one is being taken (also when training ends inside the window)."""
+    if self._running:
+      tf.profiler.experimental.stop()
+      self._running = False
+      self._log(f"Wrote the profile: tensorboard --logdir {self._logdir}, Profile tab.")
+
+
+@contextlib.contextmanager
+def stop_requests():
+  """Turns SIGTERM/SIGINT into a flag checked between calls (then save and stop)."""
+  requested = {"signal": None}
+  handlers = {}
+
+  def handle(signum, _):
+    requested["signal"] = signal.Signals(signum).name
+    logging.warning("%s received: saving a checkpoint after the current steps, then "
+                    "stopping.", requested["signal"])
+
+  for signum in (signal.SIGTERM, signal.SIGINT):
+    handlers[signum] = signal.signal(signum, handle)
+  try:
+    yield requested
+  finally:
+    for signum, handler in handlers.items():
+      signal.signal(signum, handler)
+
+
+def stop_agreement(strategy: tf.distribute.Strategy) -> Callable[[bool], bool]:
+  """`agree(stop_here) -> stop_everywhere`: an all-reduce (SUM > 0) of one flag across workers.
+
+  A signal reaches one worker; every worker must stop after the same step
+  (checkpoint saves and the next steps are collective). One scalar collective
+  per call of the step, on TensorFlow's own engine.
+  """
+
+  @tf.function
+  def any_worker(flag):
+    value = strategy.run(lambda: tf.identity(flag))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+
+  return lambda stop_here: bool(any_worker(tf.constant(int(stop_here))) > 0)
