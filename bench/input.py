@@ -98,8 +98,8 @@ def build(case, manifest, before_path, batch):
             s, segment_samples=manifest.segment_samples)[k]) for k in ("noisy", "clean")))
   if case in "bc":
     reverb = ops.RevEcho(sample_rate=manifest.sample_rate) if case == "c" else None
-    return pipeline.make_train_dataset_fn(manifest, global_batch_size=batch,
-                                          shuffle_buffer_mb=64, reverb=reverb)(context)
+    return pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
+        global_batch_size=batch, shuffle_buffer_mb=64, reverb=reverb))(context)
   return before_pipeline(before_path, batch, manifest.segment_samples, manifest.sample_rate)
 
 

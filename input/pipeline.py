@@ -1,5 +1,6 @@
 """tf.data pipelines for `strategy.distribute_datasets_from_function`: shard, interleave, batch, parse, prefetch."""
 
+import dataclasses
 import math
 from typing import Callable, List, Optional
 
@@ -15,19 +16,11 @@ from ops import random
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
 
-def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
-                          crop_seconds: Optional[float] = None,
-                          shuffle_buffer_mb: float = 256.0, seed: int = 0,
-                          reverb: Optional[ops.RevEcho] = None,
-                          cycle_length: int = 8, epochs: Optional[int] = None,
-                          ram_budget_mb: Optional[int] = None, deterministic: bool = False,
-                          skip_steps: int = 0, data_service: Optional[str] = None,
-                          data_service_sharding: str = "off",
-                          data_service_timeout: float = 60.0) -> DatasetFn:
-  """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
+@dataclasses.dataclass(frozen=True)
+class TrainInputConfig:
+  """How the training input reads, shuffles, crops and augments.
 
-  Args:
-    manifest: the split to read (`records.read_manifest`).
+  Attributes:
     global_batch_size: examples per step across all replicas.
     crop_seconds: random crop per example (default: the whole segment).
     shuffle_buffer_mb: memory for the shuffle buffer of serialized (int16)
@@ -35,7 +28,7 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
     seed: base of the stateless crop/reverb draws and the shuffles.
     reverb: optional host-side augmentation (usually it runs on the device in
       the step instead).
-    cycle_length: shards read in parallel by each input pipeline.
+    cycle_length: shard files read in parallel by each input pipeline.
     epochs: passes over the data (default: forever).
     ram_budget_mb: tf.data autotune RAM budget (default: TF's, half of RAM).
     deterministic: keep element order reproducible (slower); with `seed` and
@@ -51,76 +44,140 @@ def make_train_dataset_fn(manifest: records.Manifest, *, global_batch_size: int,
     data_service_sharding: off | dynamic (see input.service).
     data_service_timeout: seconds to wait for the dispatcher to answer before
       a ConnectionError.
+  """
+  global_batch_size: int
+  crop_seconds: Optional[float] = None
+  shuffle_buffer_mb: float = 256.0
+  seed: int = 0
+  reverb: Optional[ops.RevEcho] = None
+  cycle_length: int = 8
+  epochs: Optional[int] = None
+  ram_budget_mb: Optional[int] = None
+  deterministic: bool = False
+  skip_steps: int = 0
+  data_service: Optional[str] = None
+  data_service_sharding: str = "off"
+  data_service_timeout: float = 60.0
+
+
+def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) -> DatasetFn:
+  """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
+
+  Each input pipeline reads its own shard files (or, with fewer files than
+  pipelines, every file sharded by record), shuffles serialized records,
+  batches them, then parses, crops and augments whole batches in parallel;
+  with a data service all of that runs on the service's workers.
 
   Returns:
     `dataset_fn(input_context)` for `distribute` /
     `strategy.distribute_datasets_from_function`.
   """
-  crop = _crop_samples(manifest, crop_seconds)
-  buffer_examples = max(1, int(shuffle_buffer_mb * 2**20) // manifest.record_bytes)
-  if data_service is not None:
-    service.check_address(data_service)
-    service.sharding_policy(data_service_sharding)
-    if skip_steps:
-      logging.warning("Resuming with --data_service: the service's random order cannot "
-                      "be replayed, so the input stream restarts (no records skipped).")
+  crop = _crop_samples(manifest, config.crop_seconds)
+  if config.data_service is not None:
+    service.check_address(config.data_service)
+    service.sharding_policy(config.data_service_sharding)
+    if config.skip_steps:
+      logging.warning("Resuming with a data service: its random order cannot be replayed, "
+                      "so the input stream restarts (no records skipped).")
 
   def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-    batch = context.get_per_replica_batch_size(global_batch_size)
+    batch = context.get_per_replica_batch_size(config.global_batch_size)
     pipeline = context.input_pipeline_id
-    compression = records.tfrecord_compression(manifest.compression)
-    if data_service is not None:  # one pipeline over all shards, run by the service
-      files, shuffle_seed = list(manifest.paths), None
+    if config.data_service is not None:  # one pipeline over all shards, run by the service
+      serialized = _records_per_file(manifest, manifest.paths, config, shuffle_seed=None)
       share, skip_batches = manifest.num_examples, 0
     else:
-      files, shuffle_seed = _files_for_pipeline(manifest, context), seed + pipeline
+      serialized = _records_for_pipeline(manifest, context, config)
       share = _examples_for_pipeline(manifest, context, pipeline)
-      skip_batches = skip_steps * max(
+      skip_batches = config.skip_steps * max(
           1, context.num_replicas_in_sync // context.num_input_pipelines)
-    if files is not None:
-      dataset = tf.data.Dataset.from_tensor_slices(files)
-      dataset = dataset.shuffle(len(files), seed=shuffle_seed,
-                                reshuffle_each_iteration=True).repeat(epochs)
-      dataset = dataset.interleave(
-          lambda path: tf.data.TFRecordDataset(path, compression),
-          cycle_length=min(cycle_length, len(files)), block_length=1,
-          num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    else:
-      dataset = tf.data.TFRecordDataset(manifest.paths, compression)
-      dataset = dataset.shard(context.num_input_pipelines, pipeline).repeat(epochs)
-    # More than one epoch's share in the buffer only repeats examples in it.
-    dataset = dataset.shuffle(max(1, min(buffer_examples, share)), seed=shuffle_seed)
-    if skip_batches:
-      logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
-                   skip_batches)
-      dataset = dataset.skip(skip_batches * batch)
-    dataset = dataset.batch(batch, drop_remainder=True).enumerate(start=skip_batches)
-    pipeline_seed = random.fold_in([seed, 0], pipeline)
-
-    def parse(index, serialized):
-      batch_seed = random.fold_in(pipeline_seed, index)
-      offsets = None
-      if crop < manifest.segment_samples:
-        offsets = tf.cast(tf.floor(random.uniform(
-            [batch], batch_seed, 0.0, manifest.segment_samples - crop + 1.0)), tf.int32)
-      parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples,
-                                   crop_samples=crop, crop_offsets=offsets)
-      noisy = records.pcm_to_float(parsed["noisy"])
-      clean = records.pcm_to_float(parsed["clean"])
-      if reverb is not None:
-        noisy, clean = reverb(noisy, clean, random.fold_in(batch_seed, 1))
-      return {"noisy": noisy, "clean": clean}
-
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=deterministic)
-    if data_service is not None:
-      dataset = service.distribute(dataset.prefetch(tf.data.AUTOTUNE), service=data_service,
-                                   sharding=data_service_sharding,
-                                   connect_timeout_seconds=data_service_timeout)
+    dataset = _shuffled_batches(serialized, manifest, config, share=share, batch=batch,
+                                skip_batches=skip_batches, pipeline=pipeline)
+    dataset = dataset.map(_batch_parser(manifest, config, crop=crop, batch=batch,
+                                        pipeline_seed=random.fold_in([config.seed, 0],
+                                                                     pipeline)),
+                          num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=config.deterministic)
+    if config.data_service is not None:
+      dataset = service.distribute(
+          dataset.prefetch(tf.data.AUTOTUNE), service=config.data_service,
+          sharding=config.data_service_sharding,
+          connect_timeout_seconds=config.data_service_timeout)
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(
-        _options(deterministic=deterministic, ram_budget_mb=ram_budget_mb))
+        _options(deterministic=config.deterministic, ram_budget_mb=config.ram_budget_mb))
 
   return dataset_fn
+
+
+def _records_for_pipeline(manifest: records.Manifest, context: tf.distribute.InputContext,
+                          config: TrainInputConfig) -> tf.data.Dataset:
+  """This pipeline's serialized records: its own files, or every file sharded by record."""
+  files = _files_for_pipeline(manifest, context)
+  if files is None:
+    return _records_per_record(manifest, context, config)
+  return _records_per_file(manifest, files, config,
+                           shuffle_seed=config.seed + context.input_pipeline_id)
+
+
+def _records_per_file(manifest: records.Manifest, files: List[str], config: TrainInputConfig,
+                      *, shuffle_seed: Optional[int]) -> tf.data.Dataset:
+  """Serialized records of `files`, in a reshuffled file order each epoch, `cycle_length`
+  files read at a time."""
+  compression = records.tfrecord_compression(manifest.compression)
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  dataset = dataset.shuffle(len(files), seed=shuffle_seed,
+                            reshuffle_each_iteration=True).repeat(config.epochs)
+  return dataset.interleave(
+      lambda path: tf.data.TFRecordDataset(path, compression),
+      cycle_length=min(config.cycle_length, len(files)), block_length=1,
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=config.deterministic)
+
+
+def _records_per_record(manifest: records.Manifest, context: tf.distribute.InputContext,
+                        config: TrainInputConfig) -> tf.data.Dataset:
+  """Every file read by every pipeline, each keeping one record in `num_input_pipelines`."""
+  compression = records.tfrecord_compression(manifest.compression)
+  dataset = tf.data.TFRecordDataset(manifest.paths, compression)
+  return dataset.shard(context.num_input_pipelines,
+                       context.input_pipeline_id).repeat(config.epochs)
+
+
+def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
+                      config: TrainInputConfig, *, share: int, batch: int, skip_batches: int,
+                      pipeline: int) -> tf.data.Dataset:
+  """Shuffles serialized records, skips what a resumed run consumed, batches them and
+  numbers the batches (the number seeds each batch's crop and reverb draws)."""
+  buffer_examples = max(1, int(config.shuffle_buffer_mb * 2**20) // manifest.record_bytes)
+  seed = None if config.data_service is not None else config.seed + pipeline
+  # More than one epoch's share in the buffer only repeats examples in it.
+  dataset = serialized.shuffle(max(1, min(buffer_examples, share)), seed=seed)
+  if skip_batches:
+    logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
+                 skip_batches)
+    dataset = dataset.skip(skip_batches * batch)
+  return dataset.batch(batch, drop_remainder=True).enumerate(start=skip_batches)
+
+
+def _batch_parser(manifest: records.Manifest, config: TrainInputConfig, *, crop: int,
+                  batch: int, pipeline_seed: tf.Tensor) -> Callable:
+  """`parse(index, serialized) -> {noisy, clean}`: one vectorized parse, crop and (host)
+  reverb per batch, with draws keyed by the batch number."""
+
+  def parse(index, serialized):
+    batch_seed = random.fold_in(pipeline_seed, index)
+    offsets = None
+    if crop < manifest.segment_samples:
+      offsets = tf.cast(tf.floor(random.uniform(
+          [batch], batch_seed, 0.0, manifest.segment_samples - crop + 1.0)), tf.int32)
+    parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples,
+                                 crop_samples=crop, crop_offsets=offsets)
+    noisy = records.pcm_to_float(parsed["noisy"])
+    clean = records.pcm_to_float(parsed["clean"])
+    if config.reverb is not None:
+      noisy, clean = config.reverb(noisy, clean, random.fold_in(batch_seed, 1))
+    return {"noisy": noisy, "clean": clean}
+
+  return parse
 
 
 def make_eval_dataset_fn(manifest: records.Manifest, *,

@@ -234,13 +234,12 @@ def _train_input(configs, manifest, host_reverb) -> Callable[[int], pipeline.Dat
   run, data = configs.run, configs.data
 
   def dataset_fn(skip_steps: int = 0) -> pipeline.DatasetFn:
-    return pipeline.make_train_dataset_fn(
-        manifest, global_batch_size=run.global_batch_size,
-        crop_seconds=data.crop_seconds, shuffle_buffer_mb=data.shuffle_buffer_mb,
-        seed=run.seed, reverb=host_reverb, cycle_length=data.cycle_length,
-        ram_budget_mb=data.ram_budget_mb, deterministic=data.deterministic_input,
-        skip_steps=skip_steps, data_service=data.data_service,
-        data_service_sharding=data.data_service_sharding,
-        data_service_timeout=data.data_service_timeout)
+    return pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
+        global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds,
+        shuffle_buffer_mb=data.shuffle_buffer_mb, seed=run.seed, reverb=host_reverb,
+        cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
+        deterministic=data.deterministic_input, skip_steps=skip_steps,
+        data_service=data.data_service, data_service_sharding=data.data_service_sharding,
+        data_service_timeout=data.data_service_timeout))
 
   return dataset_fn

@@ -31,7 +31,8 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
   def test_one_epoch_covers_every_example_once(self, pipelines, shards):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=32,
                                       num_shards=shards)
-    fn = pipeline.make_train_dataset_fn(manifest, global_batch_size=2 * pipelines, epochs=1)
+    fn = pipeline.make_train_dataset_fn(
+        manifest, pipeline.TrainInputConfig(global_batch_size=2 * pipelines, epochs=1))
     counts = collections.Counter()
     for i in range(pipelines):
       counts.update(seen(fn(context(pipelines, i))))
@@ -41,8 +42,9 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=24,
                                       num_shards=3, segment_samples=400)
     make = lambda skip: pipeline.make_train_dataset_fn(  # pylint: disable=g-long-lambda
-        manifest, global_batch_size=4, crop_seconds=0.01, deterministic=True, seed=3,
-        skip_steps=skip)(context(1, 0))
+        manifest, pipeline.TrainInputConfig(global_batch_size=4, crop_seconds=0.01,
+                                            deterministic=True, seed=3,
+                                            skip_steps=skip))(context(1, 0))
     whole = [b["noisy"].numpy() for b in make(0).take(10)]
     resumed = [b["noisy"].numpy() for b in make(4).take(6)]
     for a, b in zip(whole[4:], resumed):
@@ -52,13 +54,15 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=8,
                                       num_shards=1)
     with self.assertLogs("absl", "WARNING") as logs:
-      pipeline.make_train_dataset_fn(manifest, global_batch_size=2)(context(2, 0))
+      pipeline.make_train_dataset_fn(
+          manifest, pipeline.TrainInputConfig(global_batch_size=2))(context(2, 0))
     self.assertIn("sharding by record", "".join(logs.output))
 
   def test_batches_are_static_float32_crops(self):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=16,
                                       num_shards=4, segment_samples=800)
-    fn = pipeline.make_train_dataset_fn(manifest, global_batch_size=8, crop_seconds=0.025)
+    fn = pipeline.make_train_dataset_fn(
+        manifest, pipeline.TrainInputConfig(global_batch_size=8, crop_seconds=0.025))
     dataset = fn(context(2, 1))
     for key in ("noisy", "clean"):
       self.assertEqual(dataset.element_spec[key].shape, [4, 200])
@@ -75,7 +79,8 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=2,
                                       num_shards=1, segment_samples=80)
     with self.assertRaisesRegex(ValueError, "crop_seconds=1.0 is 8000 samples"):
-      pipeline.make_train_dataset_fn(manifest, global_batch_size=2, crop_seconds=1.0)
+      pipeline.make_train_dataset_fn(
+          manifest, pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=1.0))
 
   def test_host_reverb_is_applied_and_reproducible(self):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=8,
@@ -83,8 +88,8 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     reverb = ops.RevEcho(sample_rate=8000, proba=1.0)
 
     def first_batch(with_reverb):
-      fn = pipeline.make_train_dataset_fn(manifest, global_batch_size=8, epochs=1,
-                                          shuffle_buffer_mb=0, reverb=with_reverb)
+      fn = pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
+          global_batch_size=8, epochs=1, shuffle_buffer_mb=0, reverb=with_reverb))
       return next(iter(fn(context(1, 0))))
 
     dry, wet, wet_again = first_batch(None), first_batch(reverb), first_batch(reverb)
@@ -126,7 +131,8 @@ class DistributeTest(tf.test.TestCase):
     manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=32,
                                       num_shards=4)
     # One epoch: with repeat(), the shuffle buffer may mix in the next epoch's copy.
-    fn = pipeline.make_train_dataset_fn(manifest, global_batch_size=8, epochs=1)
+    fn = pipeline.make_train_dataset_fn(
+        manifest, pipeline.TrainInputConfig(global_batch_size=8, epochs=1))
     dataset = pipeline.distribute(strategy, fn, per_replica_buffer=2)
     batch = next(iter(dataset))
     local = strategy.experimental_local_results(batch["clean"])

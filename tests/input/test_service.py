@@ -47,8 +47,8 @@ class ServiceTest(tf.test.TestCase):
     self.assertLess(time.monotonic() - start, 10)
 
   def test_training_pipeline_runs_on_the_service(self):
-    fn = pipeline.make_train_dataset_fn(self.manifest, global_batch_size=4,
-                                        data_service=self.dispatcher.target)
+    fn = pipeline.make_train_dataset_fn(self.manifest, pipeline.TrainInputConfig(
+        global_batch_size=4, data_service=self.dispatcher.target))
     batches = list(fn(tf.distribute.InputContext()).take(12))
     self.assertEqual(batches[0]["clean"].shape, [4, 64])
     seen = collections.Counter(i for b in batches for i in fixtures.indices(b["clean"]))
@@ -65,8 +65,8 @@ class ServiceTest(tf.test.TestCase):
     self.assertCountEqual(ids, [f"ex{i}" for i in range(24)])
 
   def test_losing_a_worker_does_not_stop_training_input(self):
-    fn = pipeline.make_train_dataset_fn(self.manifest, global_batch_size=4,
-                                        data_service=self.dispatcher.target)
+    fn = pipeline.make_train_dataset_fn(self.manifest, pipeline.TrainInputConfig(
+        global_batch_size=4, data_service=self.dispatcher.target))
     iterator = iter(fn(tf.distribute.InputContext()))
     for _ in range(5):
       next(iterator)
