@@ -14,6 +14,7 @@ from absl import app
 from absl import flags
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from common import progress
 from input import audio
@@ -31,11 +32,11 @@ def find_pairs(noisy_dir: str, clean_dir: str) -> List[Pair]:
   """Audio files paired by their path relative to each directory, sorted."""
   found = {}
   for name, root in (("noisy_dir", noisy_dir), ("clean_dir", clean_dir)):
-    if not os.path.isdir(root):
+    if not tf.io.gfile.isdir(root):
       raise ValueError(f"--{name}={root} is not a directory.")
     found[name] = {
         os.path.relpath(os.path.join(d, f), root)
-        for d, _, files in os.walk(root) for f in files
+        for d, _, files in tf.io.gfile.walk(root) for f in files
         if f.lower().endswith(audio.AUDIO_SUFFIXES)}
     if not found[name]:
       raise ValueError(f"--{name}={root} holds no {'/'.join(audio.AUDIO_SUFFIXES)} files.")

@@ -24,6 +24,7 @@ from absl import app
 from absl import flags
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from common import progress
 from input import noise
@@ -129,7 +130,7 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
 
 def ensure_corpus(output_dir: str, *, split: str, **corpus_args) -> records.Manifest:
   """The split's manifest, generating the corpus first if it is not there yet."""
-  if os.path.exists(records.manifest_path(output_dir, split)):
+  if tf.io.gfile.exists(records.manifest_path(output_dir, split)):
     return records.read_manifest(output_dir, split)
   logging.info("Generating the synthetic %s split in %s (first use).", split, output_dir)
   return write_corpus(output_dir, split=split, **corpus_args)

@@ -71,14 +71,21 @@ def load(saved_model: str):
   return tf.saved_model.load(saved_model)
 
 
+def _same_file(a: str, b: str) -> bool:
+  try:
+    return os.path.samefile(a, b)
+  except OSError:  # not both local files: compare the names
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
 def check_output(input_path: str, output_path: str, *, overwrite: bool):
   """Raises unless writing `output_path` loses nothing: it is not a directory, not the input
   file, and new (or `overwrite`)."""
-  if os.path.isdir(output_path):
+  if tf.io.gfile.isdir(output_path):
     raise ValueError(f"output {output_path} is a directory: name the .wav file to write.")
-  if not os.path.exists(output_path):
+  if not tf.io.gfile.exists(output_path):
     return
-  if os.path.samefile(output_path, input_path):
+  if _same_file(output_path, input_path):
     raise ValueError(f"output {output_path} is the input file, which would be replaced: "
                      "write the enhanced audio to another file.")
   if not overwrite:

@@ -5,9 +5,8 @@ Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
 
 import json
 import os
-import shutil
 import sys
-import tempfile
+import uuid
 
 from absl import app
 from absl import flags
@@ -45,9 +44,9 @@ def build_model(description: dict) -> tf.Module:
 
 def read_description(model_dir: str) -> dict:
   path = os.path.join(model_dir, CONFIG_FILE)
-  if not os.path.exists(path):
+  if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f"{path} is missing: is {model_dir} a trainer.main model_dir?")
-  with open(path) as f:
+  with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
 
@@ -74,9 +73,11 @@ def check_output(model_dir: str, output: str, *, overwrite: bool):
   if out == run or out.startswith(run + os.sep) or run.startswith(out + os.sep):
     raise ValueError(f"output {output} overlaps the model_dir {model_dir}: an export is "
                      "written apart from the run it comes from (e.g. exported/<name>).")
-  if not os.path.exists(output) or (os.path.isdir(output) and not os.listdir(output)):
+  if not tf.io.gfile.exists(output) or (tf.io.gfile.isdir(output)
+                                        and not tf.io.gfile.listdir(output)):
     return
-  entries = set(os.listdir(output)) if os.path.isdir(output) else set()
+  entries = ({e.rstrip("/") for e in tf.io.gfile.listdir(output)}
+             if tf.io.gfile.isdir(output) else set())
   if "saved_model.pb" not in entries or not entries <= SAVED_MODEL_ENTRIES:
     raise FileExistsError(f"output {output} exists and is not an earlier export; nothing "
                           "was changed. Choose a new or empty directory.")
@@ -96,18 +97,19 @@ def export(model_dir: str, output: str, *, overwrite: bool = False) -> str:
   model, sample_rate = restore_model(model_dir)
   module = ExportedDenoiser(model, sample_rate)
   output = output.rstrip("/")
-  parent = os.path.dirname(os.path.abspath(output))
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output)}.")
+  parent = os.path.dirname(output) or "."
+  tf.io.gfile.makedirs(parent)
+  tmp = os.path.join(parent, f".{os.path.basename(output)}.{uuid.uuid4().hex[:8]}.tmp")
   previous = tmp + ".previous"
   try:
     tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
-    if os.path.isdir(output):  # empty, or an earlier export (checked above): moved aside
-      os.rename(output, previous)  # first, so some complete export is always in place
-    os.replace(tmp, output)
+    if tf.io.gfile.isdir(output):  # empty, or an earlier export (checked above): moved aside
+      tf.io.gfile.rename(output, previous)  # first: some complete export is always in place
+    tf.io.gfile.rename(tmp, output)
   finally:
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(previous, ignore_errors=True)
+    for leftover in (tmp, previous):
+      if tf.io.gfile.exists(leftover):
+        tf.io.gfile.rmtree(leftover)
   return output
 
 
