@@ -35,7 +35,7 @@ SHARDING = {
 
 def check_address(address: str) -> str:
   if not address.startswith("grpc://") or ":" not in address[len("grpc://"):]:
-    raise ValueError(f"--data_service={address!r} must look like grpc://host:port.")
+    raise ValueError(f"data_service={address!r} must look like grpc://host:port.")
   return address
 
 

@@ -60,6 +60,10 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
       parse("--flagfile=flags/a100.flags")
 
+  def test_profile_steps_parse_to_a_window(self):
+    self.assertEqual(parse("--profile_steps=100,110").run.profile_steps, (100, 110))
+    self.assertIsNone(parse().run.profile_steps)
+
   def test_each_architecture_has_its_own_defaults_and_shape(self):
     mask = parse()
     self.assertEqual(mask.model.architecture, "mask")
@@ -80,7 +84,10 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       (["--architecture=mask", "--depth=0"], "--depth must be >= 1"),
       (["--warmup_steps=500", "--train_steps=100"], "--warmup_steps=500"),
       (["--reverb_proba=2"], r"--reverb_proba must be in \[0, 1\]"),
-      (["--steps_per_loop=0"], "--steps_per_loop must be >= 1"))
+      (["--steps_per_loop=0"], "--steps_per_loop must be >= 1"),
+      (["--profile_steps=10"], r"--profile_steps='10' must be START,END"),
+      (["--profile_steps=10,5"], r"--profile_steps='10,5' needs 0 <= START < END"),
+      (["--data_service_timeout=0"], r"--data_service_timeout must be > 0"))
   def test_bad_values_name_the_flag(self, argv, error):
     with self.assertRaisesRegex(ValueError, error):
       parse("--flagfile=flags/cpu.flags", *argv)
