@@ -57,7 +57,7 @@ class Controller:
                log: Callable[[str], None] = logging.info):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
     self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
-    self._writer = tf.summary.create_file_writer(summary_dir)
+    self._summary_dir = summary_dir
     self._profiler = actions.Profiler(config.profile_steps, summary_dir, log=log)
     self.stopped_by: Optional[str] = None
 
@@ -65,10 +65,10 @@ class Controller:
   def step(self) -> int:
     return int(self._train_step.global_step.numpy())
 
-  def _actions(self):
+  def _actions(self, writer):
     config = self._config
     summaries = actions.TrainSummaries(
-        self._writer, examples_per_step=config.examples_per_step,
+        writer, examples_per_step=config.examples_per_step,
         audio_seconds_per_example=config.audio_seconds_per_example)
     meter = progress.Progress("train", config.train_steps, "steps", log=self._log)
     meter.restart(self.step)
@@ -110,7 +110,8 @@ class Controller:
     if step >= self._config.train_steps:
       self._log(f"Already at step {step} >= train_steps={self._config.train_steps}; "
                 "nothing to train.")
-    chunk_actions = self._actions()
+    writer = tf.summary.create_file_writer(self._summary_dir)  # made only when training
+    chunk_actions = self._actions(writer)
     try:
       with actions.stop_requests() as stop:
         while step < self._config.train_steps:
@@ -129,7 +130,7 @@ class Controller:
     finally:
       self._profiler.stop()
     checkpoints.save(self._manager, step)
-    self._writer.flush()
+    writer.flush()
     return outcome
 
   def evaluate(self) -> Outcome:
