@@ -10,15 +10,22 @@ import tensorflow as tf
 
 def write_bytes(path: str, data: bytes) -> str:
   """Writes `data` to `path` (any tf.io.gfile filesystem) via a unique temporary name beside
-  it, renamed when complete and removed if anything fails; returns `path`."""
+  it, renamed when complete and removed if anything fails; returns `path`.
+
+  Raises:
+    OSError: the file system refused (full, read-only, a directory in the way),
+      naming `path` and the cause; `path` is then as it was.
+  """
   directory = os.path.dirname(path)
-  if directory:
-    tf.io.gfile.makedirs(directory)
   tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
   try:
+    if directory:
+      tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(tmp, "wb") as f:
       f.write(data)
     tf.io.gfile.rename(tmp, path, overwrite=True)
+  except (tf.errors.OpError, OSError) as e:
+    raise OSError(f"Could not write {path} ({reason(e)}); it is unchanged.") from e
   finally:
     if tf.io.gfile.exists(tmp):
       tf.io.gfile.remove(tmp)

@@ -205,7 +205,6 @@ class ShardWriter:
       raise FileExistsError(f"{output_dir} already holds split {split!r} ({len(existing)} "
                             "shard(s)); nothing was changed. Pass overwrite (--overwrite) "
                             "to replace it, or choose another split or directory.")
-    tf.io.gfile.makedirs(output_dir)
     self._dir, self._split = output_dir, split
     self._sample_rate, self._segment_samples = sample_rate, segment_samples
     self._compression = compression
@@ -214,6 +213,7 @@ class ShardWriter:
     options = tf.io.TFRecordOptions(compression_type=tfrecord_compression(compression))
     self._writers = []
     with self._failing_writes_abort():
+      tf.io.gfile.makedirs(output_dir)
       self._writers = [tf.io.TFRecordWriter(self._tmp(n), options) for n in self._names]
     self._next = 0
 

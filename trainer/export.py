@@ -12,6 +12,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from common import files
 from trainer import checkpoints
 from trainer import denoiser
 from trainer import mask_denoiser
@@ -106,6 +107,9 @@ def export(model_dir: str, output: str, *, overwrite: bool = False) -> str:
     if tf.io.gfile.isdir(output):  # empty, or an earlier export (checked above): moved aside
       tf.io.gfile.rename(output, previous)  # first: some complete export is always in place
     tf.io.gfile.rename(tmp, output)
+  except (tf.errors.OpError, OSError) as e:
+    raise OSError(f"Could not write the export to {output} ({files.reason(e)}): free space "
+                  "or make it writable.") from e
   finally:
     for leftover in (tmp, previous):
       if tf.io.gfile.exists(leftover):
@@ -120,7 +124,7 @@ def main(argv):
   del argv
   try:
     path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite)
-  except (FileNotFoundError, FileExistsError, ValueError, checkpoints.CheckpointError) as e:
+  except (ValueError, OSError, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.export: {e}")
   print(f"Exported to {path}")
 

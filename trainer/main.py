@@ -80,8 +80,7 @@ def main(argv):
   try:
     configs = Configs()
     outcome = run(configs)
-  except (ValueError, FileNotFoundError, FileExistsError, ConnectionError,
-          actions.NonFiniteLoss, checkpoints.CheckpointError) as e:
+  except (ValueError, OSError, actions.NonFiniteLoss, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")

@@ -28,7 +28,7 @@ class FilesTest(tf.test.TestCase):
     directory = self.create_tempdir().full_path
     target = os.path.join(directory, "taken")
     os.makedirs(os.path.join(target, "inside"))  # a non-empty directory cannot be replaced
-    with self.assertRaises(tf.errors.OpError):
+    with self.assertRaisesRegex(OSError, r"Could not write .*taken \(.+\); it is unchanged"):
       files.write_bytes(target, b"data")
     self.assertEqual(os.listdir(directory), ["taken"])
     self.assertEqual(os.listdir(target), ["inside"])
