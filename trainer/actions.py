@@ -103,8 +103,10 @@ class ProgressLog:
             or chunk.out_of_data):
       return
     examples_per_second, audio_per_second = self._summaries.throughput(chunk)
+    skipped = int(chunk.metrics["skipped_in_call"])
+    skips = f"{skipped} of {chunk.ran} steps skipped (non-finite), " if skipped else ""
     self._meter.update(chunk.after, (
-        f"loss {float(chunk.metrics['loss']):.4f}, "
+        f"loss {float(chunk.metrics['loss']):.4f}, {skips}"
         f"grad norm {float(chunk.metrics['grad_norm']):.3g}, "
         f"{examples_per_second:.1f} examples/s, {audio_per_second:.1f} audio-s/s"), force=True)
 

@@ -148,7 +148,8 @@ class TrainStep:
       step that overflowed is attempted, counted in `global_step` and
       `skipped_steps`, but not averaged; NaN if none was applied),
       `steps` (attempted in this call: fewer than asked only at the end of the
-      data), `applied_steps` (this call's), `learning_rate`, `loss_scale`,
+      data), `applied_steps` and `skipped_in_call` (of those, applied and
+      skipped as non-finite), `learning_rate`, `loss_scale`,
       `skipped_steps` (total), `global_step`, and per local replica (`[replicas]`):
       `replica_loss_sum`, `replica_examples`, `replica_grad_norm` (mean norm of
       its own contribution to the gradient, before the all-reduce),
@@ -180,7 +181,7 @@ class TrainStep:
     return dict(
         loss=totals["loss_sum"] / totals["examples"],  # NaN if no step was applied
         grad_norm=totals["grad_norm"] / tf.maximum(totals["applied"], 1.0),
-        steps=steps, applied_steps=totals["applied"],
+        steps=steps, applied_steps=totals["applied"], skipped_in_call=steps - totals["applied"],
         learning_rate=learning_rate,
         loss_scale=tf.identity(self.loss_scale.scale),
         skipped_steps=tf.identity(self.loss_scale.skipped_steps),

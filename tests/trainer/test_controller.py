@@ -29,7 +29,7 @@ class ScriptedStep:
     self.global_step.assign_add(ran)
     self.loss_scale.skipped_steps.assign_add(self._skips.pop(0))
     return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
-                steps=tf.constant(float(ran)),
+                steps=tf.constant(float(ran)), skipped_in_call=tf.constant(0.0),
                 loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
                 learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
                 replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),

@@ -254,7 +254,8 @@ class LossScaleStepTest(tf.test.TestCase):
     _, chunked = build(strategy, steps_per_loop=3, loss_scale=scale)
     metrics = chunked(iterator(strategy, examples, 4))
     self.assertEqual((int(metrics["global_step"]), int(metrics["skipped_steps"]),
-                      float(metrics["applied_steps"])), (3, 1, 2.0))
+                      float(metrics["applied_steps"]), float(metrics["skipped_in_call"])),
+                     (3, 1, 2.0, 1.0))
     _, stepwise = build(strategy, steps_per_loop=1, loss_scale=scale)
     batches = iterator(strategy, examples, 4)
     each = [stepwise(batches) for _ in range(3)]
