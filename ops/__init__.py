@@ -1,6 +1,8 @@
 """Accelerator-side audio augmentation ops (XLA-compilable TensorFlow)."""
 
 from ops import random
+from ops.remix import Remix
+from ops.remix import chain
 from ops.reverb import RevEcho
 from ops.reverb import RevEchoParams
 from ops.reverb import apply_ir

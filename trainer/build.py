@@ -204,12 +204,14 @@ def build_train_step(configs, strategy, description: dict, sample_rate: int):
         growth_interval=opt.loss_scale_growth_interval)
   reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
                        keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
+  on_device = [ops.Remix(proba=data.remix_proba)] if data.remix_proba > 0 else []
+  on_device += [reverb] if data.reverb == "device" else []
   loss_fn = losses.DenoiseLoss(sample_rate, stft_weight=configs.model.stft_weight,
                                 waveform=configs.model.waveform_loss)
   train_step = step_lib.make_train_step(
       model, loss_fn, optimizer, strategy, global_batch_size=run.global_batch_size,
       loss_scale=loss_scale, precision=opt.precision,
-      augment=reverb if data.reverb == "device" else None, clip_norm=opt.clip_norm,
+      augment=ops.chain(*on_device) if on_device else None, clip_norm=opt.clip_norm,
       steps_per_loop=run.steps_per_loop,
       jit_compile=run.jit_compile == "on" or (
           run.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),

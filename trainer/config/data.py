@@ -35,6 +35,8 @@ flags.DEFINE_enum("reverb", "device", ["device", "host", "off"],
                   "accelerator, in the tf.data pipeline on the host, or not at all.")
 flags.DEFINE_float("reverb_proba", 0.2, "Probability that an example is reverberated.")
 flags.DEFINE_float("reverb_keep_clean", 0.1, "Share of the clean reverb kept in the target.")
+flags.DEFINE_float("remix_proba", 0.0, "Probability that an example's noise is swapped, in the "
+                   "step, for another example's at a fresh -5..20 dB SNR (dynamic mixing).")
 flags.DEFINE_string("data_service", None, "grpc://host:port of a tf.data service dispatcher "
                     "(python -m input.service): run the training pipeline's reading and "
                     "preprocessing on its workers.")
@@ -67,6 +69,7 @@ class DataConfig:
   reverb: str
   reverb_proba: float
   reverb_keep_clean: float
+  remix_proba: float
   data_service: Optional[str]
   data_service_sharding: str
   data_service_timeout: float
@@ -86,7 +89,7 @@ def from_flags() -> DataConfig:
                      f"{FLAGS.crop_seconds}.")
   config_lib.check_at_least(1, FLAGS, "synthetic_examples", "synthetic_eval_examples",
                             "cycle_length", "per_replica_buffer", "sample_rate")
-  for name in ("reverb_proba", "reverb_keep_clean"):
+  for name in ("reverb_proba", "reverb_keep_clean", "remix_proba"):
     if not 0 <= getattr(FLAGS, name) <= 1:
       raise ValueError(f"--{name} must be in [0, 1], got {getattr(FLAGS, name)}.")
   if FLAGS.data_service_timeout <= 0:
