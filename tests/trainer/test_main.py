@@ -57,7 +57,7 @@ class TrainEndToEndTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    common = TINY + [f"--synthetic_dir={cls.root}/synthetic", "--remix_proba=0.5"]
+    common = TINY + [f"--synthetic_dir={cls.root}/synthetic"]  # cpu.flags remixes: resume covers it
     cls.straight = run_main(*common, f"--model_dir={cls.root}/straight", "--train_steps=20")
     cls.first_half = run_main(*common, f"--model_dir={cls.root}/resumed", "--train_steps=10")
     cls.second_half = run_main(*common, f"--model_dir={cls.root}/resumed", "--train_steps=20")
