@@ -17,8 +17,8 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
-from trainer import denoiser  # pylint: disable=g-import-not-at-top
-from trainer import losses  # pylint: disable=g-import-not-at-top
+from trainer.models import unet  # pylint: disable=g-import-not-at-top
+from trainer.evaluation import losses  # pylint: disable=g-import-not-at-top
 from trainer import optim  # pylint: disable=g-import-not-at-top
 from trainer import step as step_lib  # pylint: disable=g-import-not-at-top
 
@@ -32,7 +32,7 @@ MODELS = {  # name -> (model kwargs, sample rate, batch)
 def step_seconds(kwargs, sample_rate, batch, precision, *, runs, steps, jit):
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
-    model = denoiser.Denoiser(**kwargs)
+    model = unet.Denoiser(**kwargs)
     optimizer = optim.AdamW(1e-4)
   train = step_lib.make_train_step(
       model, losses.DenoiseLoss(sample_rate), optimizer, strategy, global_batch_size=batch,

@@ -23,8 +23,8 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 from bench import heldout  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
 from trainer import denoise  # pylint: disable=g-import-not-at-top
-from trainer import metrics  # pylint: disable=g-import-not-at-top
-from trainer import perceptual  # pylint: disable=g-import-not-at-top
+from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
+from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top
 
 RATE = 16000  # wide-band PESQ's rate
 SNRS_DB = (0, 5, 10)

@@ -11,7 +11,7 @@ import tensorflow as tf
 from input import records
 from input import service
 import ops
-from ops import random
+from ops import stateless
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
@@ -94,7 +94,7 @@ def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) 
     dataset = _shuffled_batches(serialized, manifest, config, share=share, batch=batch,
                                 skip_batches=skip_batches, pipeline=pipeline)
     dataset = dataset.map(_batch_parser(manifest, config, crop=crop, batch=batch,
-                                        pipeline_seed=random.fold_in([config.seed, 0],
+                                        pipeline_seed=stateless.fold_in([config.seed, 0],
                                                                      pipeline)),
                           num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=config.deterministic)
@@ -164,17 +164,17 @@ def _batch_parser(manifest: records.Manifest, config: TrainInputConfig, *, crop:
   reverb per batch, with draws keyed by the batch number."""
 
   def parse(index, serialized):
-    batch_seed = random.fold_in(pipeline_seed, index)
+    batch_seed = stateless.fold_in(pipeline_seed, index)
     offsets = None
     if crop < manifest.segment_samples:
-      offsets = tf.cast(tf.floor(random.uniform(
+      offsets = tf.cast(tf.floor(stateless.uniform(
           [batch], batch_seed, 0.0, manifest.segment_samples - crop + 1.0)), tf.int32)
     parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples,
                                  crop_samples=crop, crop_offsets=offsets)
     noisy = records.pcm_to_float(parsed["noisy"])
     clean = records.pcm_to_float(parsed["clean"])
     if config.reverb is not None:
-      noisy, clean = config.reverb(noisy, clean, random.fold_in(batch_seed, 1))
+      noisy, clean = config.reverb(noisy, clean, stateless.fold_in(batch_seed, 1))
     return {"noisy": noisy, "clean": clean}
 
   return parse

@@ -1,6 +1,6 @@
 """Accelerator-side audio augmentation ops (XLA-compilable TensorFlow)."""
 
-from ops import random
+from ops import stateless
 from ops.remix import Remix
 from ops.remix import chain
 from ops.reverb import RevEcho

@@ -4,7 +4,7 @@ from typing import Callable, Tuple
 
 import tensorflow as tf
 
-from ops import random
+from ops import stateless
 
 Range = Tuple[float, float]
 Augment = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
@@ -32,9 +32,9 @@ class Remix(tf.Module):
 
   def __call__(self, noisy: tf.Tensor, clean: tf.Tensor, seed) -> Tuple[tf.Tensor, tf.Tensor]:
     batch = tf.shape(clean)[0]
-    seeds = random.split(seed, 3)
+    seeds = stateless.split(seed, 3)
     draw = lambda i, shape, lo, hi: tf.cast(  # pylint: disable=g-long-lambda
-        random.uniform(shape, seeds[i], lo, hi), clean.dtype)
+        stateless.uniform(shape, seeds[i], lo, hi), clean.dtype)
     shift = 1 + tf.cast(tf.floor(draw(0, [1], 0.0, 1.0)[0]
                                  * tf.cast(tf.maximum(batch - 1, 1), clean.dtype)), tf.int32)
     other = tf.roll(noisy - clean, shift=shift, axis=0)
@@ -57,7 +57,7 @@ def chain(*augments: Augment) -> Augment:
 
   def augment(noisy, clean, seed):
     for i, each in enumerate(augments):
-      noisy, clean = each(noisy, clean, random.fold_in(seed, i))
+      noisy, clean = each(noisy, clean, stateless.fold_in(seed, i))
     return noisy, clean
 
   return augment

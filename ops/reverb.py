@@ -5,7 +5,7 @@ from typing import NamedTuple, Tuple
 
 import tensorflow as tf
 
-from ops import random
+from ops import stateless
 
 Range = Tuple[float, float]
 
@@ -198,12 +198,12 @@ class RevEcho(tf.Module):
     `ops.random`), so a compiled step and a debugging run agree.
     """
     max_echoes, _ = self.bounds(length)
-    seeds = random.split(seed, 6)
+    seeds = stateless.split(seed, 6)
     jitter_shape = tf.stack([batch_size, self.repeat, max_echoes, 2])
 
     def uniform(i, lo, hi, shape=None):
       shape = tf.reshape(batch_size, [1]) if shape is None else shape
-      return random.uniform(shape, seeds[i], lo, hi, tf.float64)
+      return stateless.uniform(shape, seeds[i], lo, hi, tf.float64)
 
     return RevEchoParams(
         apply=uniform(0, 0.0, 1.0) < self.proba,

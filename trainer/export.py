@@ -13,9 +13,9 @@ from absl import flags
 import tensorflow as tf
 
 from common import files
-from trainer import checkpoints
-from trainer import denoiser
-from trainer import mask_denoiser
+from trainer.loop import checkpoints
+from trainer.models import unet
+from trainer.models import mask
 
 CONFIG_FILE = "config.json"
 
@@ -38,9 +38,9 @@ def build_model(description: dict) -> tf.Module:
   """The model described by a model_dir's config.json (written before "architecture"
   existed, it describes a U-Net)."""
   if description.get("architecture", "unet") == "mask":
-    return mask_denoiser.MaskDenoiser(**description["model"], seed=description["seed"],
+    return mask.MaskDenoiser(**description["model"], seed=description["seed"],
                                       sample_rate=description["sample_rate"])
-  return denoiser.Denoiser(**description["model"], seed=description["seed"])
+  return unet.Denoiser(**description["model"], seed=description["seed"])
 
 
 def read_description(model_dir: str) -> dict:

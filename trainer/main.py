@@ -15,15 +15,15 @@ import tensorflow as tf
 
 from input import pipeline
 from input import records
-from trainer import actions
-from trainer import build
-from trainer import checkpoints
-from trainer import diagnose
-from trainer import flagfiles
-from trainer.config import data as data_config
-from trainer.config import model as model_config
-from trainer.config import optimization as optimization_config
-from trainer.config import run as run_config
+from trainer.loop import actions
+from trainer.program import build
+from trainer.loop import checkpoints
+from trainer.program import diagnose
+from trainer.program import flagfiles
+from trainer.program.config import data as data_config
+from trainer.program.config import model as model_config
+from trainer.program.config import optimization as optimization_config
+from trainer.program.config import run as run_config
 
 FLAGS = flags.FLAGS
 

@@ -20,7 +20,7 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
-from ops import random
+from ops import stateless
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 
@@ -225,7 +225,7 @@ class TrainStep:
           f"{per_replica * replicas}, but global_batch_size={self._global_batch_size}: "
           "batch each input pipeline by InputContext.get_per_replica_batch_size("
           "global_batch_size), or pass the global_batch_size the data has.")
-    seed = random.fold_in(random.fold_in([self._seed, 0x5EED], self.global_step),
+    seed = stateless.fold_in(stateless.fold_in([self._seed, 0x5EED], self.global_step),
                           context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)
     grads, loss_sum, examples, local_norm, local_finite = self._compute(batch, seed, scale)

@@ -8,8 +8,7 @@ import tensorflow as tf
 
 from input import pipeline
 import ops
-from tests import strategies
-from tests.input import fixtures
+from tests import helpers
 
 
 def context(pipelines, index):
@@ -21,7 +20,7 @@ def seen(dataset, key="clean"):
   out = []
   for batch in dataset:
     weights = batch.get("weight", tf.ones([batch[key].shape[0]])).numpy()
-    out += [i for i, w in zip(fixtures.indices(batch[key]), weights) if w > 0]
+    out += [i for i, w in zip(helpers.indices(batch[key]), weights) if w > 0]
   return out
 
 
@@ -29,7 +28,7 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters((2, 8), (4, 8), (4, 2))  # (pipelines, shards)
   def test_one_epoch_covers_every_example_once(self, pipelines, shards):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=32,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=32,
                                       num_shards=shards)
     fn = pipeline.make_train_dataset_fn(
         manifest, pipeline.TrainInputConfig(global_batch_size=2 * pipelines, epochs=1))
@@ -39,7 +38,7 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(counts, collections.Counter(range(32)))
 
   def test_skip_batches_resumes_the_exact_stream(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=24,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=24,
                                       num_shards=3, segment_samples=400)
     make = lambda skip: pipeline.make_train_dataset_fn(  # pylint: disable=g-long-lambda
         manifest, pipeline.TrainInputConfig(global_batch_size=4, crop_seconds=0.01,
@@ -51,7 +50,7 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
       self.assertAllEqual(a, b)
 
   def test_fewer_files_than_pipelines_warns(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=8,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=8,
                                       num_shards=1)
     with self.assertLogs("absl", "WARNING") as logs:
       pipeline.make_train_dataset_fn(
@@ -59,7 +58,7 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIn("sharding by record", "".join(logs.output))
 
   def test_batches_are_static_float32_crops(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=16,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=16,
                                       num_shards=4, segment_samples=800)
     fn = pipeline.make_train_dataset_fn(
         manifest, pipeline.TrainInputConfig(global_batch_size=8, crop_seconds=0.025))
@@ -76,14 +75,14 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
                         (1000 - offsets[:, None] - np.arange(200)) / 32768)
 
   def test_crop_longer_than_segment_is_an_error(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=2,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=2,
                                       num_shards=1, segment_samples=80)
     with self.assertRaisesRegex(ValueError, "crop_seconds=1.0 is 8000 samples"):
       pipeline.make_train_dataset_fn(
           manifest, pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=1.0))
 
   def test_host_reverb_is_applied_and_reproducible(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=8,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=8,
                                       num_shards=1, segment_samples=400)
     reverb = ops.RevEcho(sample_rate=8000, proba=1.0)
 
@@ -101,7 +100,7 @@ class EvalPipelineTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters((1, 3, 5), (2, 4, 3), (4, 2, 3), (2, 5, 4))
   def test_every_example_exactly_once_with_padded_tail(self, pipelines, shards, batch):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=13,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=13,
                                       num_shards=shards)
     fn = pipeline.make_eval_dataset_fn(manifest, global_batch_size=batch * pipelines)
     counts, batches, weights = collections.Counter(), [], 0.0
@@ -116,7 +115,7 @@ class EvalPipelineTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(weights, 13.0)
 
   def test_padding_is_silent(self):
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=3,
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=3,
                                       num_shards=1)
     batch = list(pipeline.make_eval_dataset_fn(manifest, global_batch_size=4)(context(1, 0)))
     self.assertLen(batch, 1)
@@ -127,8 +126,8 @@ class EvalPipelineTest(tf.test.TestCase, parameterized.TestCase):
 class DistributeTest(tf.test.TestCase):
 
   def test_mirrored_strategy_gets_different_per_replica_batches(self):
-    strategy = strategies.mirrored()
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=32,
+    strategy = helpers.mirrored()
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=32,
                                       num_shards=4)
     # One epoch: with repeat(), the shuffle buffer may mix in the next epoch's copy.
     fn = pipeline.make_train_dataset_fn(
@@ -139,11 +138,11 @@ class DistributeTest(tf.test.TestCase):
     self.assertLen(local, 2)
     self.assertEqual([t.shape for t in local], [[4, 64], [4, 64]])
     self.assertEqual([t.device.split(":")[-1] for t in local], ["0", "1"])
-    self.assertEmpty(set(fixtures.indices(local[0])) & set(fixtures.indices(local[1])))
+    self.assertEmpty(set(helpers.indices(local[0])) & set(helpers.indices(local[1])))
 
   def test_eval_under_mirrored_strategy_is_exact(self):
-    strategy = strategies.mirrored()
-    manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=11,
+    strategy = helpers.mirrored()
+    manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=11,
                                       num_shards=3)
     dataset = pipeline.distribute(
         strategy, pipeline.make_eval_dataset_fn(manifest, global_batch_size=4))
@@ -151,7 +150,7 @@ class DistributeTest(tf.test.TestCase):
     for batch in dataset:
       for clean, weight in zip(strategy.experimental_local_results(batch["clean"]),
                                strategy.experimental_local_results(batch["weight"])):
-        counts.update(i for i, w in zip(fixtures.indices(clean), weight.numpy()) if w > 0)
+        counts.update(i for i, w in zip(helpers.indices(clean), weight.numpy()) if w > 0)
     self.assertEqual(counts, collections.Counter(range(11)))
 
 

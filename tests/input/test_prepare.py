@@ -14,6 +14,7 @@ import tensorflow_io as tfio
 from input import audio
 from input import prepare
 from input import records
+from tests import helpers
 
 
 def sine(seconds, rate, frequency=440.0, amplitude=0.5):
@@ -154,7 +155,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     command = [sys.executable, "-m", "input.prepare", f"--noisy_dir={self.noisy_dir}",
                f"--clean_dir={self.clean_dir}", f"--output_dir={self.output_dir}",
                "--segment_seconds=0.5", "--hop_seconds=0.5", "--num_shards=2"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = helpers.env()
     refused = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     self.assertEqual(refused.returncode, 1)
     self.assertIn("already holds split 'train' (3 shard(s)); nothing was changed. Pass "
@@ -173,7 +174,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
         [sys.executable, "-m", "input.prepare", f"--noisy_dir={self.noisy_dir}",
          f"--clean_dir={self.clean_dir}", f"--output_dir={self.output_dir}"],
         capture_output=True, text=True, timeout=120,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        env=helpers.env())
     self.assertEqual(result.returncode, 1)
     self.assertIn("input.prepare: --noisy_dir=", result.stderr.strip().splitlines()[-1])
     self.assertIn("holds no .wav/.flac files", result.stderr)

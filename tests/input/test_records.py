@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import records
-from tests.input import fixtures
+from tests import helpers
 
 
 def read_all(manifest, **parse_args):
@@ -40,7 +40,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_manifest_contents(self):
     data_dir = self.create_tempdir().full_path
-    fixtures.indexed_split(data_dir, num_examples=10, num_shards=3, segment_samples=800)
+    helpers.indexed_split(data_dir, num_examples=10, num_shards=3, segment_samples=800)
     with open(records.manifest_path(data_dir, "train")) as f:
       fields = json.load(f)
     self.assertEqual(fields["shards"], [f"train-0000{i}-of-00003.tfrecord" for i in range(3)])
@@ -57,10 +57,10 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
   @parameterized.parameters("none", "zlib", "gzip")
   def test_every_compression_reads_back(self, compression):
     data_dir = self.create_tempdir().full_path
-    manifest = fixtures.indexed_split(data_dir, num_examples=6, num_shards=2,
+    manifest = helpers.indexed_split(data_dir, num_examples=6, num_shards=2,
                                       compression=compression)
     self.assertEqual(records.read_manifest(data_dir, "train").compression, compression)
-    self.assertCountEqual(fixtures.indices(records.pcm_to_float(read_all(manifest)["clean"])),
+    self.assertCountEqual(helpers.indices(records.pcm_to_float(read_all(manifest)["clean"])),
                           range(6))
 
   def test_unknown_compression_is_an_error(self):
@@ -72,7 +72,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_crop_cuts_before_decoding(self):
     data_dir = self.create_tempdir().full_path
-    manifest = fixtures.indexed_split(data_dir, num_examples=3, num_shards=1)
+    manifest = helpers.indexed_split(data_dir, num_examples=3, num_shards=1)
     full = read_all(manifest)["noisy"].numpy()
     cropped = read_all(manifest, crop_samples=10, crop_offsets=tf.constant([0, 5, 54]))
     self.assertEqual(cropped["noisy"].shape, [3, 10])
@@ -102,26 +102,26 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_an_existing_split_is_refused_and_left_as_it_was(self):
     data_dir = self.create_tempdir().full_path
-    first = fixtures.indexed_split(data_dir, num_examples=8, num_shards=4)
+    first = helpers.indexed_split(data_dir, num_examples=8, num_shards=4)
     before = {n: os.path.getsize(os.path.join(data_dir, n)) for n in os.listdir(data_dir)}
     with self.assertRaisesRegex(FileExistsError, r"already holds split 'train' \(4 shard"
                                 r"\(s\)\); nothing was changed. Pass overwrite"):
-      fixtures.indexed_split(data_dir, num_examples=2, num_shards=2)
+      helpers.indexed_split(data_dir, num_examples=2, num_shards=2)
     self.assertEqual({n: os.path.getsize(os.path.join(data_dir, n))
                       for n in os.listdir(data_dir)}, before)
     self.assertEqual(records.read_manifest(data_dir, "train"), first)
-    fixtures.indexed_split(data_dir, num_examples=2, num_shards=2, split="eval")  # other split
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=2, split="eval")  # other split
 
   def test_overwrite_with_fewer_shards_removes_stale_ones(self):
     data_dir = self.create_tempdir().full_path
-    fixtures.indexed_split(data_dir, num_examples=8, num_shards=4)
-    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2, overwrite=True)
+    helpers.indexed_split(data_dir, num_examples=8, num_shards=4)
+    manifest = helpers.indexed_split(data_dir, num_examples=8, num_shards=2, overwrite=True)
     self.assertEqual(sorted(os.listdir(data_dir)),
                      sorted(list(manifest.shards) + ["train.manifest.json"]))
 
   def test_manifest_fields_are_checked_against_the_records(self):
     data_dir = self.create_tempdir().full_path
-    fixtures.indexed_split(data_dir, num_examples=4, num_shards=2, sample_rate=8000)
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=2, sample_rate=8000)
     path = records.manifest_path(data_dir, "train")
     with open(path) as f:
       good = json.load(f)
@@ -139,14 +139,14 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     data_dir = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError, "input.synthetic"):
       records.read_manifest(data_dir, "train")
-    manifest = fixtures.indexed_split(data_dir, num_examples=4, num_shards=2)
+    manifest = helpers.indexed_split(data_dir, num_examples=4, num_shards=2)
     os.remove(manifest.paths[1])
     with self.assertRaisesRegex(FileNotFoundError, "train-00001-of-00002"):
       records.read_manifest(data_dir, "train")
 
   def test_truncated_shard_is_caught_by_its_size(self):
     data_dir = self.create_tempdir().full_path
-    manifest = fixtures.indexed_split(data_dir, num_examples=8, num_shards=2,
+    manifest = helpers.indexed_split(data_dir, num_examples=8, num_shards=2,
                                       segment_samples=200)
     with open(manifest.paths[1], "r+b") as f:
       f.truncate(os.path.getsize(manifest.paths[1]) // 2)
@@ -156,7 +156,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_damaged_shards_are_named(self):
     data_dir = self.create_tempdir().full_path
-    manifest = fixtures.indexed_split(data_dir, num_examples=12, num_shards=3,
+    manifest = helpers.indexed_split(data_dir, num_examples=12, num_shards=3,
                                       segment_samples=200)
     with open(manifest.paths[1], "r+b") as f:
       f.truncate(os.path.getsize(manifest.paths[1]) - 100)

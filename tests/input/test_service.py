@@ -14,9 +14,9 @@ import tensorflow as tf
 from input import pipeline
 from input import records
 from input import service
-from tests.input import fixtures
+from tests import helpers
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = helpers.REPO
 
 
 class ServiceTest(tf.test.TestCase):
@@ -26,7 +26,7 @@ class ServiceTest(tf.test.TestCase):
     self.dispatcher = service.start_dispatcher()
     address = self.dispatcher.target.replace("grpc://", "")
     self.workers = [service.start_worker(address) for _ in range(2)]
-    self.manifest = fixtures.indexed_split(self.create_tempdir().full_path, num_examples=24,
+    self.manifest = helpers.indexed_split(self.create_tempdir().full_path, num_examples=24,
                                            num_shards=6)
 
   def tearDown(self):
@@ -51,7 +51,7 @@ class ServiceTest(tf.test.TestCase):
         global_batch_size=4, data_service=self.dispatcher.target))
     batches = list(fn(tf.distribute.InputContext()).take(12))
     self.assertEqual(batches[0]["clean"].shape, [4, 64])
-    seen = collections.Counter(i for b in batches for i in fixtures.indices(b["clean"]))
+    seen = collections.Counter(i for b in batches for i in helpers.indices(b["clean"]))
     self.assertContainsSubset(seen, range(24))
     self.assertGreater(len(seen), 12)
 
@@ -85,9 +85,9 @@ class ServiceTest(tf.test.TestCase):
 class ServiceCommandLineTest(tf.test.TestCase):
 
   def test_trainer_consumes_from_service_processes(self):
-    from trainer import launch_local  # pylint: disable=g-import-not-at-top
+    from trainer.program import launch_local  # pylint: disable=g-import-not-at-top
     ports = launch_local.free_ports(3)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env = helpers.env()
     servers = [subprocess.Popen([sys.executable, "-m", "input.service", "dispatcher",
                                  f"--port={ports[0]}"], cwd=REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)]
@@ -100,8 +100,7 @@ class ServiceCommandLineTest(tf.test.TestCase):
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
         self.assertIn("ready", servers[-1].stdout.readline())
       root = tempfile.mkdtemp()
-      from tests.trainer import test_main  # pylint: disable=g-import-not-at-top
-      result = test_main.run_main(*test_main.TINY, f"--synthetic_dir={root}/synthetic",
+      result = helpers.run_module("trainer.main", *helpers.TINY, f"--synthetic_dir={root}/synthetic",
                                   f"--model_dir={root}/run", "--train_steps=10",
                                   "--eval_split=", f"--data_service=grpc://localhost:{ports[0]}")
       self.assertEqual(result.returncode, 0, result.stderr[-3000:])

@@ -16,14 +16,9 @@ import tensorflow as tf
 
 from input import records
 from input import synthetic
+from tests import helpers
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = [
-    "--flagfile=flags/cpu.flags", "--cpu_replicas=2", "--sample_rate=8000",
-    "--synthetic_examples=32", "--synthetic_eval_examples=6", "--synthetic_seconds=0.5",
-    "--crop_seconds=0.5", "--hidden=8", "--depth=2", "--attention_heads=2",
-    "--global_batch_size=8", "--steps_per_loop=5", "--log_every=5", "--checkpoint_every=10",
-    "--eval_every=10", "--eval_clips=2", "--schedule=constant", "--deterministic_input"]
+REPO, TINY = helpers.REPO, helpers.TINY
 
 
 def command(*flags):
@@ -32,7 +27,7 @@ def command(*flags):
 
 def run_main(*flags, timeout=600):
   return subprocess.run(command(*flags), cwd=REPO, capture_output=True, text=True,
-                        timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                        timeout=timeout, env=helpers.env())
 
 
 def model_weights(model_dir):
@@ -119,7 +114,7 @@ class SignalTest(tf.test.TestCase):
                     "--checkpoint_every=100000", "--eval_every=0", "--eval_split="]
     process = subprocess.Popen(command(*flags, "--train_steps=100000"), cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                               env=helpers.env())
     try:
       deadline = time.time() + 300
       for line in process.stderr:

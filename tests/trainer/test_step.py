@@ -4,112 +4,63 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ops import random
-from tests import strategies
+from ops import stateless
+from tests import helpers
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 from trainer import step as step_lib
 
-TIME = 32
-
-
-class Tiny(tf.Module):
-  """A 3-tap FIR filter plus bias: the smallest model with a real gradient."""
-
-  def __init__(self):
-    super().__init__()
-    self.kernel = tf.Variable(np.array([0.1, 0.5, 0.2], np.float32).reshape(3, 1, 1))
-    self.bias = tf.Variable(0.05)
-
-  def __call__(self, x):
-    y = tf.nn.conv1d(x[..., None], tf.cast(self.kernel, x.dtype), 1, "SAME")[..., 0]
-    return y + tf.cast(self.bias, x.dtype)
-
-
-def l1(clean, prediction):
-  return tf.reduce_mean(tf.abs(clean - prediction), axis=-1)
-
-
-def data(num=64, seed=0):
-  rng = np.random.default_rng(seed)
-  clean = rng.normal(size=[num, TIME]).astype(np.float32)
-  return {"noisy": clean + 0.3 * rng.normal(size=[num, TIME]).astype(np.float32),
-          "clean": clean}
-
-
-def iterator(strategy, examples, per_replica_batch):
-  """Per-replica batches in stream order: replica r of step k gets batch k*R + r."""
-  fn = lambda _: tf.data.Dataset.from_tensor_slices(examples).repeat().batch(  # pylint: disable=g-long-lambda
-      per_replica_batch, drop_remainder=True)
-  return iter(strategy.distribute_datasets_from_function(fn))
-
-
-def build(strategy, model_fn=Tiny, learning_rate=0.01, **kwargs):
-  with strategy.scope():
-    model = model_fn()
-    optimizer = optim.AdamW(learning_rate, weight_decay=0.01)
-    loss_scale = kwargs.pop("loss_scale", None)
-    loss_scale = loss_scale() if callable(loss_scale) else loss_scale
-  kwargs.setdefault("global_batch_size", 8)
-  return model, step_lib.make_train_step(model, l1, optimizer, strategy,
-                                         loss_scale=loss_scale, **kwargs)
-
-
-def weights(model):
-  return [v.numpy() for v in step_lib.tf_variables(model)]
-
-
 class StepEquivalenceTest(tf.test.TestCase):
 
   def test_the_default_strategy_trains_and_equals_one_device(self):
-    examples = data()
+    examples = helpers.data()
     default = tf.distribute.get_strategy()
-    default_model, default_step = build(default, steps_per_loop=3)
-    single_model, single = build(strategies.one_device(), steps_per_loop=3)
-    out = default_step(iterator(default, examples, 8))
-    single(iterator(strategies.one_device(), examples, 8))
+    default_model, default_step = helpers.build(default, steps_per_loop=3)
+    single_model, single = helpers.build(helpers.one_device(), steps_per_loop=3)
+    out = default_step(helpers.iterator(default, examples, 8))
+    single(helpers.iterator(helpers.one_device(), examples, 8))
     self.assertEqual(int(out["global_step"]), 3)
     self.assertAllEqual(out["replica_examples"], [24.0])
-    for x, y in zip(weights(default_model), weights(single_model)):
+    for x, y in zip(helpers.weights(default_model), helpers.weights(single_model)):
       self.assertAllClose(x, y, rtol=1e-6)
 
   def test_two_replicas_equal_one_device_on_the_same_global_batches(self):
-    examples = data()
-    mirrored_model, mirrored = build(strategies.mirrored(), steps_per_loop=3)
-    single_model, single = build(strategies.one_device(), steps_per_loop=3)
-    a = mirrored(iterator(strategies.mirrored(), examples, 4))
-    b = single(iterator(strategies.one_device(), examples, 8))
-    for x, y in zip(weights(mirrored_model), weights(single_model)):
+    examples = helpers.data()
+    mirrored_model, mirrored = helpers.build(helpers.mirrored(), steps_per_loop=3)
+    single_model, single = helpers.build(helpers.one_device(), steps_per_loop=3)
+    a = mirrored(helpers.iterator(helpers.mirrored(), examples, 4))
+    b = single(helpers.iterator(helpers.one_device(), examples, 8))
+    for x, y in zip(helpers.weights(mirrored_model), helpers.weights(single_model)):
       self.assertAllClose(x, y, rtol=1e-5, atol=1e-7)
     self.assertAllClose(a["loss"], b["loss"], rtol=1e-5)
     self.assertAllClose(a["grad_norm"], b["grad_norm"], rtol=1e-5)
-    self.assertNotAllClose(weights(mirrored_model)[0], Tiny().kernel.numpy())
+    self.assertNotAllClose(helpers.weights(mirrored_model)[0], helpers.Tiny().kernel.numpy())
 
   def test_steps_per_loop_4_equals_4_calls_of_1(self):
-    strategy, examples = strategies.mirrored(), data()
-    looped_model, looped = build(strategy, steps_per_loop=4)
-    single_model, single = build(strategy, steps_per_loop=1)
-    looped(iterator(strategy, examples, 4))
-    it = iterator(strategy, examples, 4)
+    strategy, examples = helpers.mirrored(), helpers.data()
+    looped_model, looped = helpers.build(strategy, steps_per_loop=4)
+    single_model, single = helpers.build(strategy, steps_per_loop=1)
+    looped(helpers.iterator(strategy, examples, 4))
+    it = helpers.iterator(strategy, examples, 4)
     for _ in range(4):
       single(it)
-    for x, y in zip(weights(looped_model), weights(single_model)):
+    for x, y in zip(helpers.weights(looped_model), helpers.weights(single_model)):
       self.assertAllClose(x, y, rtol=1e-6, atol=1e-7)
     self.assertEqual(int(looped.global_step.numpy()), 4)
 
   def test_jit_on_equals_jit_off(self):
-    strategy, examples = strategies.mirrored(), data()
-    jit_model, jit = build(strategy, steps_per_loop=3, jit_compile=True)
-    eager_model, no_jit = build(strategy, steps_per_loop=3, jit_compile=False)
-    jit(iterator(strategy, examples, 4))
-    no_jit(iterator(strategy, examples, 4))
-    for x, y in zip(weights(jit_model), weights(eager_model)):
+    strategy, examples = helpers.mirrored(), helpers.data()
+    jit_model, jit = helpers.build(strategy, steps_per_loop=3, jit_compile=True)
+    eager_model, no_jit = helpers.build(strategy, steps_per_loop=3, jit_compile=False)
+    jit(helpers.iterator(strategy, examples, 4))
+    no_jit(helpers.iterator(strategy, examples, 4))
+    for x, y in zip(helpers.weights(jit_model), helpers.weights(eager_model)):
       self.assertAllClose(x, y, rtol=1e-5, atol=1e-5)
 
   def test_num_steps_override_does_not_retrace(self):
-    strategy = strategies.mirrored()
-    _, train = build(strategy, steps_per_loop=2)
-    it = iterator(strategy, data(), 4)
+    strategy = helpers.mirrored()
+    _, train = helpers.build(strategy, steps_per_loop=2)
+    it = helpers.iterator(strategy, helpers.data(), 4)
     train(it)
     train(it, num_steps=3)
     self.assertEqual(int(train.global_step.numpy()), 5)
@@ -119,62 +70,62 @@ class StepEquivalenceTest(tf.test.TestCase):
 class EndOfDataTest(tf.test.TestCase):
 
   def test_a_call_stops_at_the_end_of_the_data_without_advancing_the_step(self):
-    strategy = strategies.mirrored()
-    model, train = build(strategy, steps_per_loop=3)
+    strategy = helpers.mirrored()
+    model, train = helpers.build(strategy, steps_per_loop=3)
     finite = iter(strategy.distribute_datasets_from_function(
-        lambda _: tf.data.Dataset.from_tensor_slices(data(40)).batch(4, drop_remainder=True)))
+        lambda _: tf.data.Dataset.from_tensor_slices(helpers.data(40)).batch(4, drop_remainder=True)))
     counts = [(float(m["steps"]), int(m["global_step"]))  # 10 per-replica batches: 5 steps
               for m in (train(finite), train(finite))]
     self.assertEqual(counts, [(3.0, 3), (2.0, 5)])
-    before = weights(model)
+    before = helpers.weights(model)
     last = train(finite)
     self.assertEqual((float(last["steps"]), float(last["applied_steps"]),
                       int(last["global_step"]), int(train.optimizer.iterations.numpy())),
                      (0.0, 0.0, 5, 5))
     self.assertTrue(np.isnan(last["loss"]))
-    for x, y in zip(before, weights(model)):
+    for x, y in zip(before, helpers.weights(model)):
       self.assertAllEqual(x, y)
 
 
 class SharedGlobalStepTest(tf.test.TestCase):
 
   def test_a_passed_global_step_is_used_and_continues_the_schedule(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
     schedule = optim.warmup_cosine(0.01, warmup_steps=10, total_steps=100)
     with strategy.scope():
-      model = Tiny()
+      model = helpers.Tiny()
       shared = tf.Variable(60, dtype=tf.int64, trainable=False,
                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       optimizer = optim.AdamW(schedule)
-    train = step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+    train = step_lib.make_train_step(model, helpers.l1, optimizer, strategy, global_batch_size=8,
                                      global_step=shared, steps_per_loop=2)
     self.assertIs(train.global_step, shared)
-    metrics = train(iterator(strategy, data(), 4))
+    metrics = train(helpers.iterator(strategy, helpers.data(), 4))
     self.assertEqual(int(shared.numpy()), 62)
     self.assertAllClose(metrics["learning_rate"], schedule(61))  # the last step's
 
   def test_a_global_step_that_is_not_a_scalar_int64_is_refused(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
     with strategy.scope():
-      model, optimizer = Tiny(), optim.AdamW(0.01)
+      model, optimizer = helpers.Tiny(), optim.AdamW(0.01)
       wrong = tf.Variable(0.0)
     with self.assertRaisesRegex(ValueError, "global_step must be a scalar int64 tf.Variable, "
                                 "got float32"):
-      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+      step_lib.make_train_step(model, helpers.l1, optimizer, strategy, global_batch_size=8,
                                global_step=wrong)
 
 
 class WeightDecayTest(tf.test.TestCase):
 
   def test_the_step_decays_kernels_but_not_biases(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
     with strategy.scope():
-      model, optimizer = Tiny(), optim.AdamW(0.1, weight_decay=0.5)
+      model, optimizer = helpers.Tiny(), optim.AdamW(0.1, weight_decay=0.5)
     no_data_gradient = lambda clean, p: 0.0 * tf.reduce_mean(p, axis=-1)  # pylint: disable=g-long-lambda
     train = step_lib.make_train_step(model, no_data_gradient, optimizer, strategy,
                                      global_batch_size=8)
     kernel, bias = model.kernel.numpy(), model.bias.numpy()
-    train(iterator(strategy, data(), 4))
+    train(helpers.iterator(strategy, helpers.data(), 4))
     self.assertAllClose(model.kernel, kernel * 0.95)
     self.assertAllClose(model.bias, bias)
 
@@ -182,9 +133,9 @@ class WeightDecayTest(tf.test.TestCase):
 class MetricsTest(tf.test.TestCase):
 
   def test_per_replica_metrics_add_up(self):
-    strategy = strategies.mirrored()
-    _, train = build(strategy, steps_per_loop=5)
-    metrics = train(iterator(strategy, data(), 4))
+    strategy = helpers.mirrored()
+    _, train = helpers.build(strategy, steps_per_loop=5)
+    metrics = train(helpers.iterator(strategy, helpers.data(), 4))
     self.assertAllEqual(metrics["replica_examples"], [20.0, 20.0])
     self.assertAllClose(tf.reduce_sum(metrics["replica_loss_sum"]),
                         metrics["loss"] * 8 * 5, rtol=1e-5)
@@ -194,16 +145,16 @@ class MetricsTest(tf.test.TestCase):
     self.assertAllClose(metrics["learning_rate"], 0.01)
 
   def test_augment_gets_a_seed_per_replica_and_step(self):
-    strategy = strategies.mirrored()
-    same = {k: np.repeat(v[:1], 64, axis=0) for k, v in data().items()}
+    strategy = helpers.mirrored()
+    same = {k: np.repeat(v[:1], 64, axis=0) for k, v in helpers.data().items()}
 
     def augment(noisy, clean, seed):
-      return noisy, clean + random.uniform(tf.shape(clean), seed, dtype=tf.float32)
+      return noisy, clean + stateless.uniform(tf.shape(clean), seed, dtype=tf.float32)
 
     results = []
     for _ in range(2):
-      model, train = build(strategy, augment=augment, steps_per_loop=2)
-      results.append((train(iterator(strategy, same, 4)), weights(model)))
+      model, train = helpers.build(strategy, augment=augment, steps_per_loop=2)
+      results.append((train(helpers.iterator(strategy, same, 4)), helpers.weights(model)))
     (first, first_weights), (second, second_weights) = results
     losses = first["replica_loss_sum"].numpy()
     self.assertNotAlmostEqual(losses[0], losses[1], places=3)  # replicas drew differently
@@ -214,32 +165,32 @@ class MetricsTest(tf.test.TestCase):
 class BatchContractTest(tf.test.TestCase):
 
   def test_a_batch_that_does_not_make_the_global_batch_is_refused_while_tracing(self):
-    strategy = strategies.mirrored()
-    model, train = build(strategy, global_batch_size=8)
-    before = weights(model)
+    strategy = helpers.mirrored()
+    model, train = helpers.build(strategy, global_batch_size=8)
+    before = helpers.weights(model)
     with self.assertRaisesRegex(ValueError, r"Each replica gets 3 examples per step, x 2 "
                                 r"replicas = 6, but global_batch_size=8"):
-      train(iterator(strategy, data(), 3))
+      train(helpers.iterator(strategy, helpers.data(), 3))
     self.assertEqual(int(train.global_step.numpy()), 0)
-    for x, y in zip(before, weights(model)):
+    for x, y in zip(before, helpers.weights(model)):
       self.assertAllEqual(x, y)
 
 
 class LossScaleStepTest(tf.test.TestCase):
 
   def test_overflow_on_one_replica_skips_the_step_everywhere(self):
-    strategy = strategies.mirrored()
-    examples = data(8)
+    strategy = helpers.mirrored()
+    examples = helpers.data(8)
     examples["noisy"][4:] = np.inf  # the second per-replica batch: replica 1 only
-    model, train = build(strategy, loss_scale=lambda: loss_scale_lib.LossScale(
+    model, train = helpers.build(strategy, loss_scale=lambda: loss_scale_lib.LossScale(
         initial=1024.0, growth_interval=100))
-    before = weights(model)
-    metrics = train(iterator(strategy, examples, 4))
+    before = helpers.weights(model)
+    metrics = train(helpers.iterator(strategy, examples, 4))
     self.assertAllEqual(metrics["replica_nonfinite"], [0.0, 1.0])
     for variable in step_lib.tf_variables(model):
       for local in strategy.experimental_local_results(variable):
         self.assertTrue(np.isfinite(local.numpy()).all())
-    for x, y in zip(before, weights(model)):
+    for x, y in zip(before, helpers.weights(model)):
       self.assertAllEqual(x, y)
     self.assertEqual(float(metrics["loss_scale"]), 512.0)
     self.assertEqual(int(metrics["skipped_steps"]), 1)
@@ -247,17 +198,17 @@ class LossScaleStepTest(tf.test.TestCase):
     self.assertEqual(int(train.global_step.numpy()), 1)
 
   def test_an_overflowing_step_is_left_out_of_the_chunk_averages(self):
-    strategy = strategies.mirrored()
-    examples = data(24)
+    strategy = helpers.mirrored()
+    examples = helpers.data(24)
     examples["noisy"][12:16] = np.inf  # step 2 of 3, replica 1 only
     scale = lambda: loss_scale_lib.LossScale(initial=1024.0, growth_interval=100)  # pylint: disable=g-long-lambda
-    _, chunked = build(strategy, steps_per_loop=3, loss_scale=scale)
-    metrics = chunked(iterator(strategy, examples, 4))
+    _, chunked = helpers.build(strategy, steps_per_loop=3, loss_scale=scale)
+    metrics = chunked(helpers.iterator(strategy, examples, 4))
     self.assertEqual((int(metrics["global_step"]), int(metrics["skipped_steps"]),
                       float(metrics["applied_steps"]), float(metrics["skipped_in_call"])),
                      (3, 1, 2.0, 1.0))
-    _, stepwise = build(strategy, steps_per_loop=1, loss_scale=scale)
-    batches = iterator(strategy, examples, 4)
+    _, stepwise = helpers.build(strategy, steps_per_loop=1, loss_scale=scale)
+    batches = helpers.iterator(strategy, examples, 4)
     each = [stepwise(batches) for _ in range(3)]
     self.assertEqual([float(m["applied_steps"]) for m in each], [1.0, 0.0, 1.0])
     self.assertTrue(np.isnan(each[1]["loss"]))  # nothing applied: nothing to average
@@ -266,34 +217,34 @@ class LossScaleStepTest(tf.test.TestCase):
                         rtol=1e-5)
 
   def test_dynamic_scale_grows_after_interval_and_fixed_never_moves(self):
-    strategy = strategies.mirrored()
-    _, dynamic = build(strategy, steps_per_loop=6, loss_scale=lambda: (
+    strategy = helpers.mirrored()
+    _, dynamic = helpers.build(strategy, steps_per_loop=6, loss_scale=lambda: (
         loss_scale_lib.LossScale(initial=8.0, growth_interval=3)))
-    self.assertEqual(float(dynamic(iterator(strategy, data(), 4))["loss_scale"]), 32.0)
-    _, fixed = build(strategy, steps_per_loop=6,
+    self.assertEqual(float(dynamic(helpers.iterator(strategy, helpers.data(), 4))["loss_scale"]), 32.0)
+    _, fixed = helpers.build(strategy, steps_per_loop=6,
                      loss_scale=lambda: loss_scale_lib.LossScale.fixed(128.0))
-    metrics = fixed(iterator(strategy, data(), 4))
+    metrics = fixed(helpers.iterator(strategy, helpers.data(), 4))
     self.assertEqual(float(metrics["loss_scale"]), 128.0)
     self.assertEqual(int(metrics["skipped_steps"]), 0)
 
   def test_scaled_and_unscaled_steps_agree(self):
-    strategy = strategies.mirrored()
-    scaled_model, scaled = build(strategy, steps_per_loop=3, loss_scale=lambda: (
+    strategy = helpers.mirrored()
+    scaled_model, scaled = helpers.build(strategy, steps_per_loop=3, loss_scale=lambda: (
         loss_scale_lib.LossScale.fixed(2.0**12)))
-    plain_model, plain = build(strategy, steps_per_loop=3)
-    scaled(iterator(strategy, data(), 4))
-    plain(iterator(strategy, data(), 4))
-    for x, y in zip(weights(scaled_model), weights(plain_model)):
+    plain_model, plain = helpers.build(strategy, steps_per_loop=3)
+    scaled(helpers.iterator(strategy, helpers.data(), 4))
+    plain(helpers.iterator(strategy, helpers.data(), 4))
+    for x, y in zip(helpers.weights(scaled_model), helpers.weights(plain_model)):
       self.assertAllClose(x, y, rtol=1e-5, atol=1e-6)
 
 
 class PrecisionAndModelsTest(tf.test.TestCase):
 
   def test_mixed_bfloat16_trains_with_float32_variables(self):
-    strategy = strategies.mirrored()
-    model, train = build(strategy, precision="mixed_bfloat16", steps_per_loop=10,
+    strategy = helpers.mirrored()
+    model, train = helpers.build(strategy, precision="mixed_bfloat16", steps_per_loop=10,
                          learning_rate=0.02)
-    it = iterator(strategy, data(), 4)
+    it = helpers.iterator(strategy, helpers.data(), 4)
     first = float(train(it)["loss"])
     for _ in range(3):
       last = float(train(it)["loss"])
@@ -301,18 +252,18 @@ class PrecisionAndModelsTest(tf.test.TestCase):
     self.assertTrue(all(v.dtype == tf.float32 for v in step_lib.tf_variables(model)))
 
   def test_keras3_model_trains_under_two_replicas(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
 
     def keras_model():
       model = keras.Sequential([
-          keras.layers.Input((TIME,)), keras.layers.Reshape((TIME, 1)),
+          keras.layers.Input((helpers.TIME,)), keras.layers.Reshape((helpers.TIME, 1)),
           keras.layers.Conv1D(4, 5, padding="same", activation="tanh"),
-          keras.layers.Conv1D(1, 5, padding="same"), keras.layers.Reshape((TIME,))])
-      model(tf.zeros([1, TIME]))
+          keras.layers.Conv1D(1, 5, padding="same"), keras.layers.Reshape((helpers.TIME,))])
+      model(tf.zeros([1, helpers.TIME]))
       return model
 
-    model, train = build(strategy, model_fn=keras_model, steps_per_loop=10)
-    it = iterator(strategy, data(), 4)
+    model, train = helpers.build(strategy, model_fn=keras_model, steps_per_loop=10)
+    it = helpers.iterator(strategy, helpers.data(), 4)
     first = float(train(it)["loss"])
     for _ in range(3):
       last = float(train(it)["loss"])
@@ -326,7 +277,7 @@ class PrecisionAndModelsTest(tf.test.TestCase):
 class KerasTrainingModeTest(tf.test.TestCase):
 
   def test_keras_models_train_in_training_mode_with_their_regularisers(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
     seen = []
 
     class Probe(keras.layers.Layer):
@@ -337,21 +288,21 @@ class KerasTrainingModeTest(tf.test.TestCase):
 
     with strategy.scope():
       model = keras.Sequential([
-          keras.layers.Input((TIME,)), keras.layers.Reshape((TIME, 1)), Probe(),
+          keras.layers.Input((helpers.TIME,)), keras.layers.Reshape((helpers.TIME, 1)), Probe(),
           keras.layers.Conv1D(1, 5, padding="same",
                               kernel_regularizer=keras.regularizers.L2(10.0)),
-          keras.layers.Reshape((TIME,))])
-      model(tf.zeros([1, TIME]))
+          keras.layers.Reshape((helpers.TIME,))])
+      model(tf.zeros([1, helpers.TIME]))
       optimizer = optim.AdamW(0.01, weight_decay=0.0)
     no_data_gradient = lambda clean, p: 0.0 * tf.reduce_mean(p, axis=-1)  # pylint: disable=g-long-lambda
     train = step_lib.make_train_step(model, no_data_gradient, optimizer, strategy,
                                      global_batch_size=8, jit_compile=False)
-    before = weights(model)[0]
-    train(iterator(strategy, data(), 4))
+    before = helpers.weights(model)[0]
+    train(helpers.iterator(strategy, helpers.data(), 4))
     self.assertIn(True, seen)
     self.assertNotIn(False, seen)
     # Only the regulariser has a gradient: Adam moves every kernel weight by ~lr, toward 0.
-    after = weights(model)[0]
+    after = helpers.weights(model)[0]
     self.assertAllClose(np.abs(after - before), np.full_like(before, 0.01), rtol=0.05)
     self.assertTrue(np.all(np.abs(after) < np.abs(before)))
 
@@ -359,15 +310,15 @@ class KerasTrainingModeTest(tf.test.TestCase):
 class KerasPrecisionTest(tf.test.TestCase):
 
   def test_a_keras_model_computing_in_another_dtype_is_refused(self):
-    strategy = strategies.mirrored()
+    strategy = helpers.mirrored()
     with strategy.scope():
-      model = keras.Sequential([keras.layers.Input((TIME,)), keras.layers.Dense(TIME)])
-      model(tf.zeros([1, TIME]))
+      model = keras.Sequential([keras.layers.Input((helpers.TIME,)), keras.layers.Dense(helpers.TIME)])
+      model(tf.zeros([1, helpers.TIME]))
       optimizer = optim.AdamW(0.01)
     with self.assertRaisesRegex(ValueError, r"precision=mixed_bfloat16 computes in "
-                                r"bfloat16, but the Keras model computes in float32: build "
+                                r"bfloat16, but the Keras model computes in float32: helpers.build "
                                 r"it after keras.mixed_precision.set_global_policy"):
-      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8,
+      step_lib.make_train_step(model, helpers.l1, optimizer, strategy, global_batch_size=8,
                                precision="mixed_bfloat16")
 
 
@@ -375,19 +326,19 @@ class BadUseTest(tf.test.TestCase):
 
   def test_batch_not_divisible_by_replicas(self):
     with self.assertRaisesRegex(ValueError, "not divisible by the 2 replicas"):
-      build(strategies.mirrored(), global_batch_size=7)
+      helpers.build(helpers.mirrored(), global_batch_size=7)
 
   def test_unknown_precision(self):
     with self.assertRaisesRegex(ValueError, "Unknown precision 'float8'"):
-      build(strategies.mirrored(), precision="float8")
+      helpers.build(helpers.mirrored(), precision="float8")
 
   def test_variables_created_outside_the_scope(self):
-    strategy = strategies.mirrored()
-    model = Tiny()
+    strategy = helpers.mirrored()
+    model = helpers.Tiny()
     with strategy.scope():
       optimizer = optim.AdamW(0.01)
     with self.assertRaisesRegex(ValueError, "created outside this strategy's scope"):
-      step_lib.make_train_step(model, l1, optimizer, strategy, global_batch_size=8)
+      step_lib.make_train_step(model, helpers.l1, optimizer, strategy, global_batch_size=8)
 
 
 if __name__ == "__main__":

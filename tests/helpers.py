@@ -1,0 +1,122 @@
+"""Fixtures shared by the test modules: the one MirroredStrategy, a tiny model and step, indexed splits, the repository and its programs.
+
+Several MirroredStrategy instances in one process can collide on collective
+instance keys, so every test module shares `mirrored()` (over the two logical
+CPUs that conftest.py makes).
+"""
+
+import functools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from input import records
+from trainer import optim
+from trainer import step as step_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A trainer.main run small enough for tests: cpu.flags at 8 kHz, a tiny corpus and model.
+TINY = [
+    "--flagfile=flags/cpu.flags", "--cpu_replicas=2", "--sample_rate=8000",
+    "--synthetic_examples=32", "--synthetic_eval_examples=6", "--synthetic_seconds=0.5",
+    "--crop_seconds=0.5", "--hidden=8", "--depth=2", "--attention_heads=2",
+    "--global_batch_size=8", "--steps_per_loop=5", "--log_every=5", "--checkpoint_every=10",
+    "--eval_every=10", "--eval_clips=2", "--schedule=constant", "--deterministic_input"]
+
+
+def env(**overrides) -> dict:
+  """The environment for a child process of the suite: this one, quiet TensorFlow, the repo
+  importable from anywhere."""
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, **overrides)
+
+
+def run_module(module: str, *args, timeout=600, cwd=REPO, **kwargs):
+  """Runs `python -m module args` to completion; returns the CompletedProcess (text output)."""
+  return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
+                        text=True, timeout=timeout, env=kwargs.pop("env", None) or env(),
+                        **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def mirrored() -> tf.distribute.MirroredStrategy:
+  return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+@functools.lru_cache(maxsize=None)
+def one_device() -> tf.distribute.OneDeviceStrategy:
+  return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+# The tiny training problem: a 3-tap FIR model on 32-sample examples.
+TIME = 32
+
+
+class Tiny(tf.Module):
+  """A 3-tap FIR filter plus bias: the smallest model with a real gradient."""
+
+  def __init__(self):
+    super().__init__()
+    self.kernel = tf.Variable(np.array([0.1, 0.5, 0.2], np.float32).reshape(3, 1, 1))
+    self.bias = tf.Variable(0.05)
+
+  def __call__(self, x):
+    y = tf.nn.conv1d(x[..., None], tf.cast(self.kernel, x.dtype), 1, "SAME")[..., 0]
+    return y + tf.cast(self.bias, x.dtype)
+
+
+def l1(clean, prediction):
+  return tf.reduce_mean(tf.abs(clean - prediction), axis=-1)
+
+
+def data(num=64, seed=0):
+  rng = np.random.default_rng(seed)
+  clean = rng.normal(size=[num, TIME]).astype(np.float32)
+  return {"noisy": clean + 0.3 * rng.normal(size=[num, TIME]).astype(np.float32),
+          "clean": clean}
+
+
+def iterator(strategy, examples, per_replica_batch):
+  """Per-replica batches in stream order: replica r of step k gets batch k*R + r."""
+  fn = lambda _: tf.data.Dataset.from_tensor_slices(examples).repeat().batch(  # pylint: disable=g-long-lambda
+      per_replica_batch, drop_remainder=True)
+  return iter(strategy.distribute_datasets_from_function(fn))
+
+
+def build(strategy, model_fn=Tiny, learning_rate=0.01, **kwargs):
+  """`(model, train_step)`: a fresh model and AdamW under `strategy`, and their step."""
+  with strategy.scope():
+    model = model_fn()
+    optimizer = optim.AdamW(learning_rate, weight_decay=0.01)
+    loss_scale = kwargs.pop("loss_scale", None)
+    loss_scale = loss_scale() if callable(loss_scale) else loss_scale
+  kwargs.setdefault("global_batch_size", 8)
+  return model, step_lib.make_train_step(model, l1, optimizer, strategy,
+                                         loss_scale=loss_scale, **kwargs)
+
+
+def weights(model):
+  return [v.numpy() for v in step_lib.tf_variables(model)]
+
+
+# Tiny splits whose examples carry their own index, so coverage can be counted.
+def indexed_split(data_dir, *, num_examples, num_shards, segment_samples=64,
+                  sample_rate=8000, compression="none", split="train", overwrite=False):
+  """Example i has clean == i (as int16 PCM) everywhere and noisy == i + 1000 - sample."""
+
+  def examples():
+    for i in range(num_examples):
+      clean = np.full([segment_samples], i, np.int16)
+      noisy = (clean + 1000 - np.arange(segment_samples)).astype(np.int16)
+      yield noisy, clean, f"ex{i}"
+
+  return records.write_split(examples(), data_dir, split, num_shards=num_shards,
+                             sample_rate=sample_rate, segment_samples=segment_samples,
+                             compression=compression, overwrite=overwrite)
+
+
+def indices(clean_batch) -> list:
+  """Example indices of a float32 clean batch written by `indexed_split`."""
+  return [int(round(v)) for v in np.asarray(clean_batch)[:, 0] * 32768.0]

@@ -1,0 +1,60 @@
+"""Tests for trainer.losses and trainer.metrics."""
+
+import numpy as np
+import tensorflow as tf
+
+from trainer.evaluation import losses
+from trainer.evaluation import metrics
+
+
+class LossTest(tf.test.TestCase):
+
+  def test_zero_for_a_perfect_estimate_and_positive_otherwise(self):
+    clean = tf.random.normal([3, 4000])
+    loss = losses.DenoiseLoss(16000)
+    self.assertAllClose(loss(clean, clean), tf.zeros([3]), atol=1e-6)
+    self.assertAllGreater(loss(clean, clean + 0.1 * tf.random.normal([3, 4000])), 0.0)
+    self.assertAllClose(losses.DenoiseLoss(16000, stft_weight=0)(clean, 0.5 * clean),
+                        losses.l1(clean, 0.5 * clean))
+
+  def test_si_sdr_waveform_loss_is_scale_free(self):
+    clean = tf.random.normal([3, 4000])
+    estimate = clean + 0.3 * tf.random.normal([3, 4000])
+    loss = losses.DenoiseLoss(16000, stft_weight=0, waveform="si_sdr")
+    self.assertAllClose(loss(clean, 5.0 * estimate), loss(clean, estimate), rtol=1e-4)
+    self.assertAllClose(loss(clean, estimate), -metrics.si_sdr(clean, estimate))
+    self.assertAllLess(loss(clean, clean), -60.0)
+    with self.assertRaisesRegex(ValueError, "Unknown waveform loss 'l2'"):
+      losses.DenoiseLoss(16000, waveform="l2")
+
+  def test_resolutions_are_in_seconds(self):
+    low, high = losses.DenoiseLoss(16000), losses.DenoiseLoss(48000)
+    self.assertEqual(low.frames, [(240, 50), (600, 120), (1200, 240)])
+    self.assertEqual(high.frames, [(3 * w, 3 * h) for w, h in low.frames])
+
+  def test_gradient_is_finite_for_silence(self):
+    silence = tf.zeros([2, 1000])
+    with tf.GradientTape() as tape:
+      estimate = tf.Variable(tf.zeros([2, 1000]))
+      loss = tf.reduce_sum(losses.DenoiseLoss(16000)(silence, estimate))
+    self.assertTrue(np.isfinite(tape.gradient(loss, estimate).numpy()).all())
+
+
+class SiSdrTest(tf.test.TestCase):
+
+  def test_scale_invariant_and_matches_known_snr(self):
+    rng = np.random.default_rng(0)
+    clean = rng.normal(size=[1, 16000]).astype(np.float32)
+    noise = rng.normal(size=[1, 16000]).astype(np.float32)
+    noise -= clean * (noise * clean).sum() / (clean**2).sum()  # orthogonal to clean
+    noise *= np.sqrt((clean**2).sum() / (noise**2).sum()) / 10.0  # 20 dB
+    self.assertAllClose(metrics.si_sdr(clean, clean + noise), [20.0], atol=0.01)
+    self.assertAllClose(metrics.si_sdr(clean, 7.0 * (clean + noise)), [20.0], atol=0.01)
+    self.assertGreater(float(metrics.si_sdr(clean, clean)[0]), 60.0)
+
+  def test_silence_is_finite(self):
+    self.assertTrue(np.isfinite(metrics.si_sdr(tf.zeros([1, 100]), tf.zeros([1, 100]))).all())
+
+
+if __name__ == "__main__":
+  tf.test.main()

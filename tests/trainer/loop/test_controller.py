@@ -1,0 +1,134 @@
+"""Tests for trainer.controller: skip counting and end of data with a scripted step, a real profile with step markers."""
+
+import glob
+import os
+import types
+
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+from trainer.loop import actions
+from trainer.loop import controller
+from tests import helpers
+
+
+class ScriptedStep:
+  """Reports, chunk by chunk, how many of its steps were skipped (with a finite loss)."""
+
+  def __init__(self, skips_per_chunk, *, skipped_at_start=0, batches=10**9):
+    self.global_step = tf.Variable(0, dtype=tf.int64)
+    self.loss_scale = types.SimpleNamespace(
+        skipped_steps=tf.Variable(skipped_at_start, dtype=tf.int64))
+    self._skips = list(skips_per_chunk)
+    self._batches = batches
+
+  def __call__(self, iterator, num_steps):
+    del iterator
+    ran = min(num_steps, self._batches)
+    self._batches -= ran
+    self.global_step.assign_add(ran)
+    self.loss_scale.skipped_steps.assign_add(self._skips.pop(0))
+    return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
+                steps=tf.constant(float(ran)), skipped_in_call=tf.constant(0.0),
+                loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
+                learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
+                replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),
+                replica_grad_norm=tf.constant([1.0]), replica_nonfinite=tf.constant([0.0]))
+
+
+class Manager:
+  latest_checkpoint = "ckpt-0"
+
+  def __init__(self):
+    self.saved = []
+
+  def save(self, checkpoint_number):
+    self.saved.append(checkpoint_number)
+
+
+def config(train_steps=20, max_skipped_steps=4, **profile):
+  return controller.LoopConfig(train_steps=train_steps, steps_per_loop=5, log_every=100,
+                               checkpoint_every=100, eval_every=0,
+                               max_skipped_steps=max_skipped_steps, examples_per_step=1,
+                               audio_seconds_per_example=1.0, **profile)
+
+
+class LoopTest(tf.test.TestCase):
+
+  def run_loop(self, step, manager=None, log=lambda _: None, **kwargs):
+    return controller.Controller(step, None, manager or Manager(), config(**kwargs),
+                                 summary_dir=self.create_tempdir().full_path, log=log).train()
+
+  def test_the_end_of_the_data_stops_the_loop_and_saves_where_it_stopped(self):
+    manager, lines = Manager(), []
+    step = ScriptedStep([0, 0, 0, 0], batches=12)
+    self.assertEqual(self.run_loop(step, manager, log=lines.append), "end of data")
+    self.assertEqual((int(step.global_step.numpy()), manager.saved), (12, [12]))
+    self.assertTrue(any("ran out at step 12, before train_steps=20" in l for l in lines))
+
+  def test_data_ending_on_a_chunk_boundary_stops_after_an_empty_call(self):
+    manager = Manager()
+    step = ScriptedStep([0, 0, 0, 0], batches=10)
+    self.assertEqual(self.run_loop(step, manager), "end of data")
+    self.assertEqual((int(step.global_step.numpy()), manager.saved), (10, [10]))
+
+  def test_skips_in_the_first_chunk_count(self):
+    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row up to step 5"):
+      self.run_loop(ScriptedStep([4, 0, 0, 0]))
+
+  def test_skips_restored_from_a_checkpoint_are_not_counted_again(self):
+    self.assertEqual(self.run_loop(ScriptedStep([0, 1, 0, 0], skipped_at_start=30)),
+                     "completed")
+
+  def test_fully_skipped_chunks_in_a_row_add_up(self):
+    with self.assertRaisesRegex(actions.NonFiniteLoss, "10 non-finite steps in a row up to "
+                                "step 15"):
+      self.run_loop(ScriptedStep([0, 5, 5, 0]), max_skipped_steps=8)
+
+
+def step_markers(logdir):
+  """`[(name, step_num)]` of the step-marker events in the profile under `logdir`."""
+  markers = []
+  for path in glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb")):
+    space = xplane_pb2.XSpace.FromString(open(path, "rb").read())
+    for plane in space.planes:
+      stat_names = {i: m.name for i, m in plane.stat_metadata.items()}
+      for line in plane.lines:
+        for event in line.events:
+          stats = {stat_names[s.metadata_id]: s for s in event.stats}
+          if "step_num" in stats and "_r" in stats:
+            markers.append((plane.event_metadata[event.metadata_id].name,
+                            stats["step_num"].int64_value))
+  return markers
+
+
+class CountingStep:
+  """A real TrainStep that records how many steps each call asked for."""
+
+  def __init__(self, train_step):
+    self._train_step, self.calls = train_step, []
+    self.global_step, self.loss_scale = train_step.global_step, train_step.loss_scale
+
+  def __call__(self, iterator, num_steps):
+    self.calls.append(num_steps)
+    return self._train_step(iterator, num_steps)
+
+
+class ProfileTest(tf.test.TestCase):
+
+  def test_the_profile_holds_one_marked_step_per_profiled_step(self):
+    strategy = tf.distribute.get_strategy()
+    _, train_step = helpers.build(strategy, steps_per_loop=5, jit_compile=False)
+    step = CountingStep(train_step)
+    logdir = self.create_tempdir().full_path
+    outcome = controller.Controller(
+        step, helpers.iterator(strategy, helpers.data(), 8), Manager(),
+        config(train_steps=15, profile_steps=(7, 10)), summary_dir=logdir,
+        log=lambda _: None).train()
+    self.assertEqual(outcome, controller.Outcome.COMPLETED)
+    self.assertEqual(step.calls, [5, 2, 1, 1, 1, 5])  # one step per call inside the window
+    self.assertEqual(sorted(step_markers(logdir)), [("train", 7), ("train", 8), ("train", 9)])
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,79 @@
+"""Tests for trainer.diagnose: a slowed pipeline is called input-bound with the right fraction."""
+
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tests import helpers
+from trainer.program import diagnose
+
+SLEEP = 0.02  # seconds per per-replica batch, on purpose
+SETUP = diagnose.Setup(reverb="host", compression="zlib", cycle_length=1,
+                       shuffle_buffer_mb=64, per_replica_batch=4, steps_per_loop=5,
+                       num_shards=8, input_pipelines=1)
+
+
+def make_iterator_factory(strategy, sleep):
+  # Long examples make the step (~15 ms) large against timing noise.
+  examples = {k: np.tile(v, [1, 1024]) for k, v in helpers.data(64).items()}
+
+  def dataset_fn(_):
+    dataset = tf.data.Dataset.from_tensor_slices(examples).repeat().batch(4)
+    if sleep:
+      pause = lambda: time.sleep(sleep) or np.float32(0)  # pylint: disable=g-long-lambda
+      dataset = dataset.map(lambda b: dict(b, noisy=b["noisy"] + tf.numpy_function(
+          pause, [], tf.float32)))
+    return dataset.prefetch(2)
+
+  def make_iterator(cached):
+    fn = (lambda c: dataset_fn(c).take(1).cache().repeat()) if cached else dataset_fn
+    return iter(strategy.distribute_datasets_from_function(fn))
+
+  return make_iterator
+
+
+class DiagnoseTest(tf.test.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.strategy = helpers.mirrored()
+    _, cls.train_step = helpers.build(cls.strategy, steps_per_loop=5)
+
+  def run_diagnosis(self, sleep):
+    return diagnose.diagnose(
+        self.strategy, self.train_step, make_iterator_factory(self.strategy, sleep),
+        steps=20, warmup=5, examples_per_step=8, audio_seconds_per_example=0.002,
+        setup=SETUP, model_dir=self.create_tempdir().full_path)
+
+  def test_slowed_pipeline_is_input_bound_with_the_true_fraction(self):
+    result = self.run_diagnosis(SLEEP)
+    self.assertTrue(result["input_bound"])
+    self.assertStartsWith(result["verdict"], "input-bound: the pipeline delivers")
+    # Two per-replica batches per step, made one after another: 2 * SLEEP per step.
+    true_fraction = 1.0 - result["seconds_per_step"]["step"] / (2 * SLEEP)
+    self.assertAllClose(result["input_bound_fraction"], true_fraction, atol=0.15)
+    self.assertLess(result["input_headroom"], 1.0)
+    self.assertTrue(any("--reverb=device" in c for c in result["causes"]))
+    self.assertTrue(any("--compression=none" in c for c in result["causes"]))
+    self.assertTrue(any("--global_batch_size" in c for c in result["causes"]))
+
+  def test_fast_pipeline_is_not_input_bound(self):
+    result = self.run_diagnosis(0.0)
+    self.assertFalse(result["input_bound"])
+    self.assertStartsWith(result["verdict"], "not input-bound")
+    self.assertGreater(result["input_headroom"], 1.0)
+
+  def test_report_arithmetic(self):
+    result = diagnose.report({"input": 0.5, "step": 0.1, "both": 0.4}, examples_per_step=8,
+                             audio_seconds_per_example=10.0, setup=SETUP)
+    self.assertAllClose(result["input_headroom"], 0.2)
+    self.assertAllClose(result["input_bound_fraction"], 0.75)
+    self.assertAllClose(result["audio_seconds_per_second"]["both"], 200.0)
+    self.assertIn("delivers 0.20x what the step consumes", result["verdict"])
+    self.assertIn("input-bound", diagnose.format_report(result))
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,151 @@
+"""The outer loop: call the step in chunks of steps, give each action its turn, stop cleanly, evaluate."""
+
+import dataclasses
+import enum
+import time
+from typing import Callable, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from common import progress
+from trainer.loop import actions
+from trainer.loop import checkpoints
+
+
+class Outcome(str, enum.Enum):
+  """How a controller call ended; equal to its value (e.g. "completed")."""
+  COMPLETED = "completed"
+  END_OF_DATA = "end of data"  # the iterator ran out before train_steps
+  STOPPED = "stopped"  # a signal, here or on another worker: see Controller.stopped_by
+  EVALUATED = "evaluated"
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  """When things happen, in global steps (0: never), and what a step holds."""
+  train_steps: int
+  steps_per_loop: int
+  log_every: int
+  checkpoint_every: int
+  eval_every: int
+  max_skipped_steps: int
+  examples_per_step: int
+  audio_seconds_per_example: float
+  profile_steps: Optional[Tuple[int, int]] = None
+
+
+class Controller:
+  """Owns the outer loop around a `trainer.step.TrainStep`-like callable.
+
+  Args:
+    train_step: `train_step(iterator, num_steps) -> metrics`, with
+      `global_step` and `loss_scale.skipped_steps` variables.
+    iterator: the (distributed) training iterator.
+    manager: the tf.train.CheckpointManager to save with (already restored).
+    config: the schedule.
+    summary_dir: where train summaries and profiles go.
+    evaluate: `evaluate(step)`, with a `last_step` attribute (evaluation.PeriodicEval).
+    agree: turns this worker's stop request into the cluster's decision
+      (`actions.stop_agreement`); a lone worker decides alone.
+    log: where progress lines go.
+  """
+
+  def __init__(self, train_step, iterator, manager: tf.train.CheckpointManager,
+               config: LoopConfig, *, summary_dir: str, evaluate: Optional[Callable] = None,
+               agree: Callable[[bool], bool] = lambda stop_here: stop_here,
+               log: Callable[[str], None] = logging.info):
+    self._train_step, self._iterator, self._manager = train_step, iterator, manager
+    self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
+    self._summary_dir = summary_dir
+    self._profiler = actions.Profiler(config.profile_steps, summary_dir, log=log)
+    self.stopped_by: Optional[str] = None
+
+  @property
+  def step(self) -> int:
+    return int(self._train_step.global_step.numpy())
+
+  def _actions(self, writer):
+    config = self._config
+    summaries = actions.TrainSummaries(
+        writer, examples_per_step=config.examples_per_step,
+        audio_seconds_per_example=config.audio_seconds_per_example)
+    meter = progress.Progress("train", config.train_steps, "steps", log=self._log)
+    meter.restart(self.step)
+    chunk_actions = [
+        actions.SkipGuard(config.max_skipped_steps,
+                          int(self._train_step.loss_scale.skipped_steps.numpy()),
+                          lambda: self._manager.latest_checkpoint),
+        summaries,
+        actions.ProgressLog(meter, summaries, every=config.log_every,
+                            train_steps=config.train_steps),
+        actions.every(config.checkpoint_every,
+                      lambda step: checkpoints.save(self._manager, step)),
+    ]
+    if self._evaluate is not None:
+      chunk_actions.append(actions.every(config.eval_every, self._evaluate))
+    return chunk_actions
+
+  def _run_chunk(self, step: int) -> actions.Chunk:
+    wanted = min(self._config.steps_per_loop, self._config.train_steps - step)
+    size = self._profiler.chunk_size(step, wanted)
+    start = time.perf_counter()
+    with self._profiler.around_call(step):
+      metrics = {k: v.numpy() for k, v in self._train_step(self._iterator, size).items()}
+    chunk = actions.Chunk(before=step, after=int(metrics["global_step"]), asked=size,
+                          ran=int(metrics["steps"]), seconds=time.perf_counter() - start,
+                          metrics=metrics)
+    if chunk.out_of_data:
+      self._log(f"The training data ran out at step {chunk.after}, before train_steps="
+                f"{self._config.train_steps}.")
+    return chunk
+
+  def train(self) -> Outcome:
+    """Trains to `train_steps` (or the end of the data, or a stop request); saves at the end.
+
+    Raises:
+      actions.NonFiniteLoss: after `max_skipped_steps` non-finite steps in a row.
+    """
+    step, outcome = self.step, Outcome.COMPLETED
+    if step >= self._config.train_steps:
+      self._log(f"Already at step {step} >= train_steps={self._config.train_steps}; "
+                "nothing to train.")
+    writer = tf.summary.create_file_writer(self._summary_dir)  # made only when training
+    chunk_actions = self._actions(writer)
+    try:
+      with actions.stop_requests() as stop:
+        while step < self._config.train_steps:
+          chunk = self._run_chunk(step)
+          step = chunk.after
+          if chunk.ran:
+            for action in chunk_actions:
+              action(chunk)
+          if chunk.out_of_data:
+            outcome = Outcome.END_OF_DATA
+            break
+          if self._agree(stop["signal"] is not None):
+            self.stopped_by = stop["signal"] or "stopped with the other workers"
+            outcome = Outcome.STOPPED
+            break
+    finally:
+      self._profiler.stop()
+    checkpoints.save(self._manager, step)
+    writer.flush()
+    return outcome
+
+  def evaluate(self) -> Outcome:
+    """Evaluates the current weights once."""
+    if self._evaluate is None:
+      raise ValueError("There is no eval split to evaluate on.")
+    self._evaluate(self.step)
+    return Outcome.EVALUATED
+
+  def train_and_evaluate(self) -> Outcome:
+    """Trains (evaluating every `eval_every` steps) and, if training completed, evaluates
+    the final weights unless that step was just evaluated."""
+    outcome = self.train()
+    if (outcome == Outcome.COMPLETED and self._evaluate is not None
+        and getattr(self._evaluate, "last_step", None) != self.step):
+      self._evaluate(self.step)
+    return outcome
+
