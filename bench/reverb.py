@@ -41,7 +41,7 @@ def main():
                         first_delay=first_delay).sample([0, 1], args.batch, length)
     draws_np = tf.nest.map_structure(np.asarray, draws)
     _, ir_length = reverb.bounds(length)
-    n_fft = ops.fft_length(length + ir_length - 1)
+    n_fft = ops.spectral.fft_length(length + ir_length - 1)
     compiled = tf.function(reverb.apply, jit_compile=True)
     irs = tf.random.normal([2, args.batch, ir_length])
     fft_floor = tf.function(

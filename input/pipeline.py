@@ -8,6 +8,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from input import records
 from input import service
 import ops
@@ -59,6 +60,17 @@ class TrainInputConfig:
   data_service_sharding: str = "off"
   data_service_timeout: float = 60.0
 
+  def __post_init__(self):
+    checks.at_least("global_batch_size", self.global_batch_size, 1)
+    checks.at_least("cycle_length", self.cycle_length, 1)
+    checks.at_least("shuffle_buffer_mb", self.shuffle_buffer_mb, 0)
+    if self.crop_seconds is not None:
+      checks.positive("crop_seconds", self.crop_seconds)
+    checks.positive("data_service_timeout", self.data_service_timeout)
+    if self.data_service is not None:
+      service.check_address(self.data_service)
+      service.sharding_policy(self.data_service_sharding)
+
 
 def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) -> DatasetFn:
   """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
@@ -74,8 +86,6 @@ def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) 
   """
   crop = _crop_samples(manifest, config.crop_seconds)
   if config.data_service is not None:
-    service.check_address(config.data_service)
-    service.sharding_policy(config.data_service_sharding)
     if config.skip_steps:
       logging.warning("Resuming with a data service: its random order cannot be replayed, "
                       "so the input stream restarts (no records skipped).")
@@ -146,7 +156,8 @@ def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
                       config: TrainInputConfig, *, share: int, batch: int, skip_batches: int,
                       pipeline: int) -> tf.data.Dataset:
   """Shuffles serialized records, skips what a resumed run consumed, batches them and
-  numbers the batches (the number seeds each batch's crop and reverb draws)."""
+  keys the batches (the key seeds each batch's crop and reverb draws): by their number,
+  or at random on a data service."""
   buffer_examples = max(1, int(config.shuffle_buffer_mb * 2**20) // manifest.record_bytes)
   seed = None if config.data_service is not None else config.seed + pipeline
   # More than one epoch's share in the buffer only repeats examples in it.
@@ -155,7 +166,13 @@ def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
     logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
                  skip_batches)
     dataset = dataset.skip(skip_batches * batch)
-  return dataset.batch(batch, drop_remainder=True).enumerate(start=skip_batches)
+  batches = dataset.batch(batch, drop_remainder=True)
+  if config.data_service is not None:
+    # Every service worker runs this same graph: a batch number would give each worker's
+    # k-th batch the same crops and reverb. A random key, seeded afresh by each worker's
+    # iterator (seed=None), keeps the workers' draws apart.
+    return tf.data.Dataset.zip(tf.data.Dataset.random(seed=None), batches)
+  return batches.enumerate(start=skip_batches)
 
 
 def _batch_parser(manifest: records.Manifest, config: TrainInputConfig, *, crop: int,
@@ -235,11 +252,11 @@ def _crop_samples(manifest: records.Manifest, crop_seconds: Optional[float]) -> 
     return manifest.segment_samples
   crop = int(round(crop_seconds * manifest.sample_rate))
   if not 0 < crop <= manifest.segment_samples:
-    raise ValueError(
-        f"crop_seconds={crop_seconds} is {crop} samples, but the segments in "
-        f"{manifest.data_dir} hold {manifest.segment_samples} "
-        f"({manifest.segment_samples / manifest.sample_rate:g} s); pass a crop in "
-        "(0, segment length] or re-prepare with longer segments.")
+    raise checks.ArgumentError(
+        "crop_seconds", crop_seconds,
+        f"is {crop} samples, but the segments in {manifest.data_dir} hold "
+        f"{manifest.segment_samples} ({manifest.segment_samples / manifest.sample_rate:g} s); "
+        "pass a crop in (0, segment length] or re-prepare with longer segments.")
   return crop
 
 

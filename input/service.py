@@ -27,6 +27,8 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from common import checks
+
 SHARDING = {
     "off": tf.data.experimental.service.ShardingPolicy.OFF,
     "dynamic": tf.data.experimental.service.ShardingPolicy.DYNAMIC,
@@ -34,16 +36,15 @@ SHARDING = {
 
 
 def check_address(address: str) -> str:
+  """`address`, if it is grpc://host:port (raises ArgumentError naming data_service)."""
   if not address.startswith("grpc://") or ":" not in address[len("grpc://"):]:
-    raise ValueError(f"data_service={address!r} must look like grpc://host:port.")
+    raise checks.ArgumentError("data_service", address, "must look like grpc://host:port.")
   return address
 
 
 def sharding_policy(name: str):
-  try:
-    return SHARDING[name]
-  except KeyError:
-    raise ValueError(f"Unknown data service sharding {name!r}: use off or dynamic.") from None
+  """The tf.data service sharding policy named off or dynamic."""
+  return SHARDING[checks.one_of("data_service_sharding", name, list(SHARDING))]
 
 
 def wait_for_dispatcher(service: str, timeout_seconds: float = 60.0,

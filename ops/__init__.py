@@ -1,12 +1,12 @@
 """Accelerator-side audio augmentation ops (XLA-compilable TensorFlow)."""
 
+from ops import spectral
 from ops import stateless
 from ops.remix import Remix
 from ops.remix import chain
 from ops.reverb import RevEcho
 from ops.reverb import RevEchoParams
 from ops.reverb import apply_ir
-from ops.reverb import fft_length
 from ops.reverb import rev_echo
 from ops.reverb import rev_echo_bounds
 from ops.reverb import rev_echo_ir

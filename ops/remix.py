@@ -4,6 +4,7 @@ from typing import Callable, Tuple
 
 import tensorflow as tf
 
+from common import checks
 from ops import stateless
 
 Range = Tuple[float, float]
@@ -24,25 +25,24 @@ class Remix(tf.Module):
 
   def __init__(self, *, proba: float = 0.5, snr_db: Range = (-5.0, 20.0), name: str = None):
     super().__init__(name=name)
-    if not 0.0 <= proba <= 1.0:
-      raise ValueError(f"proba must be in [0, 1], got {proba}.")
-    if not snr_db[0] <= snr_db[1]:
-      raise ValueError(f"snr_db must be (low, high) with low <= high, got {snr_db}.")
-    self.proba, self.snr_db = float(proba), (float(snr_db[0]), float(snr_db[1]))
+    self.proba = checks.probability("proba", proba)
+    self.snr_db = checks.interval("snr_db", snr_db)
 
   def __call__(self, noisy: tf.Tensor, clean: tf.Tensor, seed) -> Tuple[tf.Tensor, tf.Tensor]:
+    dtype = clean.dtype  # the draws and the mixing run in float32 whatever the signals' dtype
+    noisy, clean = tf.cast(noisy, tf.float32), tf.cast(clean, tf.float32)
     batch = tf.shape(clean)[0]
     seeds = stateless.split(seed, 3)
     draw = lambda i, shape, lo, hi: tf.cast(  # pylint: disable=g-long-lambda
-        stateless.uniform(shape, seeds[i], lo, hi), clean.dtype)
+        stateless.uniform(shape, seeds[i], lo, hi), tf.float32)
     shift = 1 + tf.cast(tf.floor(draw(0, [1], 0.0, 1.0)[0]
-                                 * tf.cast(tf.maximum(batch - 1, 1), clean.dtype)), tf.int32)
+                                 * tf.cast(tf.maximum(batch - 1, 1), tf.float32)), tf.int32)
     other = tf.roll(noisy - clean, shift=shift, axis=0)
     snr_db = draw(1, tf.reshape(batch, [1]), *self.snr_db)
     apply = draw(2, tf.reshape(batch, [1]), 0.0, 1.0) < self.proba
     gain = _rms(clean) / (_rms(other) * 10.0 ** (snr_db / 20.0))
     remixed = clean + other * gain[:, None]
-    return tf.where(apply[:, None], remixed, noisy), clean
+    return tf.cast(tf.where(apply[:, None], remixed, noisy), dtype), tf.cast(clean, dtype)
 
 
 def _rms(x: tf.Tensor) -> tf.Tensor:

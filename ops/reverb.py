@@ -5,27 +5,11 @@ from typing import NamedTuple, Tuple
 
 import tensorflow as tf
 
+from common import checks
+from ops import spectral
 from ops import stateless
 
 Range = Tuple[float, float]
-
-
-def fft_length(n: int) -> int:
-  """Returns the smallest 2^a * 3^b * 5^c that is >= `n` (fast FFT sizes)."""
-  if n < 1:
-    raise ValueError(f"fft_length needs a positive size, got {n}.")
-  best = 1 << max(0, (n - 1).bit_length())
-  power5 = 1
-  while power5 < best:
-    power35 = power5
-    while power35 < best:
-      size = power35
-      while size < n:
-        size *= 2
-      best = min(best, size)
-      power35 *= 3
-    power5 *= 5
-  return best
 
 
 def rev_echo_bounds(*, length: int, sample_rate: float, rt60_max: float,
@@ -136,7 +120,7 @@ def apply_ir(signal, ir) -> tf.Tensor:
   if time is None or taps is None:
     raise ValueError("apply_ir needs static time and tap counts, got "
                      f"{signal.shape} and {ir.shape}.")
-  n = fft_length(time + taps - 1)
+  n = spectral.fft_length(time + taps - 1)
   spectrum = (tf.signal.rfft(tf.cast(signal, tf.float32), [n])
               * tf.signal.rfft(tf.cast(ir, tf.float32), [n]))
   return tf.cast(tf.signal.irfft(spectrum, [n])[:, :time], signal.dtype)
@@ -171,7 +155,7 @@ class RevEcho(tf.Module):
     _check_positive(sample_rate=sample_rate, repeat=repeat)
     _check_unit(proba=proba, keep_clean=keep_clean)
     if initial < 0:
-      raise ValueError(f"initial must be >= 0, got {initial}.")
+      raise checks.ArgumentError("initial", initial, "must be >= 0.")
     self.rt60 = _check_range("rt60", rt60)
     self.first_delay = _check_range("first_delay", first_delay)
     _check_jitter(jitter)
@@ -284,25 +268,22 @@ def _check_pair(noisy, clean):
 
 def _check_positive(**values):
   for name, value in values.items():
-    if not value > 0:
-      raise ValueError(f"{name} must be positive, got {value}.")
+    checks.positive(name, value)
 
 
 def _check_unit(**values):
   for name, value in values.items():
-    if not 0.0 <= value <= 1.0:
-      raise ValueError(f"{name} must be in [0, 1], got {value}.")
+    checks.probability(name, value)
 
 
 def _check_jitter(jitter):
   if not 0.0 <= jitter < 1.0:
-    raise ValueError(f"jitter must be in [0, 1), got {jitter}.")
+    raise checks.ArgumentError("jitter", jitter, "must be in [0, 1).")
 
 
 def _check_range(name, value) -> Range:
   lo, hi = (float(v) for v in value)
-  if lo > hi:
-    raise ValueError(f"{name} range ({lo}, {hi}) has lo > hi.")
-  if lo <= 0:
-    raise ValueError(f"{name} must be positive, got range ({lo}, {hi}).")
+  if not 0 < lo <= hi:
+    raise checks.ArgumentError(name, f"({lo:g}, {hi:g})", "must be a range (lo, hi) with "
+                               "0 < lo <= hi.")
   return lo, hi

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from common import files
 from input import audio
+from trainer.models import card
 
 
 def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
@@ -62,7 +63,7 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
 def load(saved_model: str):
   """The exported module; a clear error for a directory that is not a trainer.export output."""
   if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
-    if tf.io.gfile.exists(os.path.join(saved_model, "config.json")):
+    if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
       raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
                        f"python -m trainer.export --model_dir={saved_model} "
                        "--output=exported/<name> and pass that directory.")

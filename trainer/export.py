@@ -3,7 +3,6 @@
 Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
 """
 
-import json
 import os
 import sys
 import uuid
@@ -14,10 +13,7 @@ import tensorflow as tf
 
 from common import files
 from trainer.loop import checkpoints
-from trainer.models import unet
-from trainer.models import mask
-
-CONFIG_FILE = "config.json"
+from trainer.models import card as card_lib
 
 
 class ExportedDenoiser(tf.Module):
@@ -34,33 +30,16 @@ class ExportedDenoiser(tf.Module):
     return self.model(waveform)
 
 
-def build_model(description: dict) -> tf.Module:
-  """The model described by a model_dir's config.json (written before "architecture"
-  existed, it describes a U-Net)."""
-  if description.get("architecture", "unet") == "mask":
-    return mask.MaskDenoiser(**description["model"], seed=description["seed"],
-                                      sample_rate=description["sample_rate"])
-  return unet.Denoiser(**description["model"], seed=description["seed"])
-
-
-def read_description(model_dir: str) -> dict:
-  path = os.path.join(model_dir, CONFIG_FILE)
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f"{path} is missing: is {model_dir} a trainer.main model_dir?")
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
 def restore_model(model_dir: str):
-  """`(model, sample_rate)` with the latest checkpoint's weights."""
-  description = read_description(model_dir)
-  model = build_model(description)
+  """`(model, sample_rate)` with the newest intact checkpoint's weights."""
+  card = card_lib.ModelCard.read(model_dir)
+  model = card.build()
   restored = checkpoints.restore_newest_intact(
       tf.train.Checkpoint(model=model), os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
       partial=True)
   if restored is None:
     raise FileNotFoundError(f"No checkpoint in {model_dir}/checkpoints: train first.")
-  return model, description["sample_rate"]
+  return model, card.sample_rate
 
 
 # What tf.saved_model.save writes: a directory holding only these is an earlier export.
@@ -104,17 +83,29 @@ def export(model_dir: str, output: str, *, overwrite: bool = False) -> str:
   previous = tmp + ".previous"
   try:
     tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
-    if tf.io.gfile.isdir(output):  # empty, or an earlier export (checked above): moved aside
-      tf.io.gfile.rename(output, previous)  # first: some complete export is always in place
-    tf.io.gfile.rename(tmp, output)
+    _replace(tmp, output, previous)
   except (tf.errors.OpError, OSError) as e:
     raise OSError(f"Could not write the export to {output} ({files.reason(e)}): free space "
                   "or make it writable.") from e
   finally:
-    for leftover in (tmp, previous):
-      if tf.io.gfile.exists(leftover):
-        tf.io.gfile.rmtree(leftover)
+    if tf.io.gfile.exists(tmp):
+      tf.io.gfile.rmtree(tmp)
   return output
+
+
+def _replace(new: str, output: str, previous: str):
+  """Puts directory `new` at `output`. An earlier export there is moved to `previous` first
+  and removed only once `new` is in place; if that fails, it is moved back."""
+  if not tf.io.gfile.isdir(output):
+    tf.io.gfile.rename(new, output)
+    return
+  tf.io.gfile.rename(output, previous)
+  try:
+    tf.io.gfile.rename(new, output)
+  except (tf.errors.OpError, OSError):
+    tf.io.gfile.rename(previous, output)
+    raise
+  tf.io.gfile.rmtree(previous)
 
 
 FLAGS = flags.FLAGS

@@ -1,9 +1,10 @@
 """The training program: python -m trainer.main --flagfile=a100.flags (a bare name means flags/)
 
-flags -> validated configs (trainer/config) -> a job (trainer.build: strategy,
-data, step, checkpoint, evaluator) -> its controller (trainer.controller:
-train, evaluate or train-and-evaluate) or the diagnosis; library errors become
-one line naming the problem.
+flags -> configs (trainer/program/config) -> a job (trainer.program.build:
+strategy, model card, step, data, evaluator) -> its controller
+(trainer.loop.controller: train, evaluate or train-and-evaluate) or the
+diagnosis; library errors become one line naming the problem (an argument the
+libraries refuse is named as its flag, `--name=value ...`).
 """
 
 import os
@@ -13,11 +14,12 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from common import checks
 from input import pipeline
 from input import records
 from trainer.loop import actions
-from trainer.program import build
 from trainer.loop import checkpoints
+from trainer.program import build
 from trainer.program import diagnose
 from trainer.program import flagfiles
 from trainer.program.config import data as data_config
@@ -29,13 +31,13 @@ FLAGS = flags.FLAGS
 
 
 class Configs:
-  """Every flag module's validated configuration; raises ValueError naming the bad flag."""
+  """Every flag module's configuration (raises ArgumentError naming a bad flag)."""
 
   def __init__(self):
     self.run = run_config.from_flags()
     self.data = data_config.from_flags()
     self.model = model_config.from_flags()
-    self.optimization = optimization_config.from_flags(self.run.train_steps)
+    self.optimization = optimization_config.from_flags()
 
 
 def run(configs: Configs) -> str:
@@ -62,7 +64,7 @@ def run_diagnosis(job: build.Job) -> str:
   result = diagnose.diagnose(
       strategy, job.train_step, make_iterator, steps=run_cfg.diagnose_steps,
       warmup=run_cfg.diagnose_warmup, examples_per_step=run_cfg.global_batch_size,
-      audio_seconds_per_example=job.audio_seconds_per_example,
+      audio_seconds_per_example=job.loop.audio_seconds_per_example,
       setup=diagnose.Setup(
           reverb=data.reverb, compression=manifest.compression,
           cycle_length=data.cycle_length, shuffle_buffer_mb=data.shuffle_buffer_mb,
@@ -80,6 +82,8 @@ def main(argv):
   try:
     configs = Configs()
     outcome = run(configs)
+  except checks.ArgumentError as e:
+    sys.exit(f"trainer.main: {e.flag()}")
   except (ValueError, OSError, actions.NonFiniteLoss, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:

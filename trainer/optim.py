@@ -1,24 +1,30 @@
-"""AdamW on plain tf.Variables (slots made under the strategy scope) and learning-rate schedules."""
+"""The optimizer contract of the step, AdamW on plain tf.Variables (slots made under the strategy scope), and learning-rate schedules."""
 
+import functools
 import math
-from typing import Callable, Sequence, Union
+from typing import Callable, Protocol, Sequence, Union
 
 import tensorflow as tf
+
+from common import checks
 
 Schedule = Callable[[tf.Tensor], tf.Tensor]
 
 
 def constant(learning_rate: float) -> Schedule:
   """The same learning rate at every step."""
+  checks.positive("learning_rate", learning_rate)
   return lambda step: tf.constant(learning_rate, tf.float32)
 
 
 def warmup_cosine(peak: float, *, warmup_steps: int, total_steps: int,
                   final_fraction: float = 0.0) -> Schedule:
   """Linear warm-up from 0 to `peak`, then cosine decay to `final_fraction * peak`."""
-  if warmup_steps < 0 or total_steps <= warmup_steps:
-    raise ValueError(f"Need 0 <= warmup_steps < total_steps, got {warmup_steps} and "
-                     f"{total_steps}.")
+  checks.positive("peak", peak)
+  if not 0 <= warmup_steps < total_steps:
+    raise checks.ArgumentError("warmup_steps", warmup_steps,
+                               f"must be in [0, {total_steps}), the total steps.")
+  checks.probability("final_fraction", final_fraction)
 
   def schedule(step):
     step = tf.cast(step, tf.float32)
@@ -38,16 +44,38 @@ def decays_matrices(variable: tf.Variable) -> bool:
   return variable.shape.rank is None or variable.shape.rank >= 2
 
 
+class Optimizer(Protocol):
+  """What the training step asks of an optimizer; it owns its slots and its update.
+
+  `build(variables)` runs once under the strategy's scope (make the slots
+  there); `apply(...)` runs once per step in cross-replica context with the
+  all-reduced gradients and the step's shared finite decision, updates every
+  variable on its devices unless `finite` is False, and counts applied updates
+  in `iterations`; `learning_rate(step)` is the schedule the step reports.
+  """
+  iterations: tf.Variable
+
+  def learning_rate(self, step: tf.Tensor) -> tf.Tensor: ...
+
+  def build(self, variables: Sequence[tf.Variable]) -> None: ...
+
+  def apply(self, strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable],
+            grads: Sequence[tf.Tensor], *, finite: tf.Tensor,
+            learning_rate: tf.Tensor) -> None: ...
+
+
 class AdamW(tf.Module):
-  """Adam with decoupled weight decay and bias correction.
+  """Adam with decoupled weight decay and bias correction (an `Optimizer`).
 
   Per step t (counting applied updates): `p -= lr * wd * p` (only for the
   variables `decay_filter` picks), then `m = b1 m + (1-b1) g`,
   `v = b2 v + (1-b2) g^2`, `p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
-  Call `build(variables)` under the strategy scope, then the training step
-  calls `apply_one` per variable on each device, with `decays[i]`.
 
   Args:
+    learning_rate: a float or a schedule `step -> rate` (`constant`, `warmup_cosine`).
+    beta_1, beta_2: in [0, 1).
+    epsilon: > 0.
+    weight_decay: >= 0, decoupled (scaled by the learning rate).
     decay_filter: `decay_filter(variable) -> bool`, whether weight decay
       applies to it; by default biases and norm scales are excluded
       (`decays_matrices`). E.g. `lambda v: "embedding" not in v.name`.
@@ -58,11 +86,17 @@ class AdamW(tf.Module):
                decay_filter: Callable[[tf.Variable], bool] = decays_matrices,
                name: str = "adamw"):
     super().__init__(name=name)
+    for argument, value in (("beta_1", beta_1), ("beta_2", beta_2)):
+      if not 0.0 <= value < 1.0:
+        raise checks.ArgumentError(argument, value, "must be in [0, 1).")
+    checks.positive("epsilon", epsilon)
+    checks.at_least("weight_decay", weight_decay, 0.0)
     self.learning_rate = (learning_rate if callable(learning_rate)
-                          else constant(float(learning_rate)))
+                          else constant(checks.positive("learning_rate", learning_rate)))
     self.beta_1, self.beta_2 = beta_1, beta_2
     self.epsilon, self.weight_decay = epsilon, weight_decay
     self._decay_filter = decay_filter
+    self._built_for = None  # the variables the slots belong to
     self.m, self.v, self.decays = [], [], []
     with self.name_scope:
       self.iterations = tf.Variable(
@@ -75,11 +109,14 @@ class AdamW(tf.Module):
 
   def build(self, variables: Sequence[tf.Variable]):
     """Creates the m and v slots for `variables`, in order (under the strategy scope), and
-    decides which of them decay (`decays`)."""
+    decides which of them decay (`decays`). Building again for the same variables is a
+    no-op; for other variables an error (one optimizer per model)."""
+    refs = [v.ref() for v in variables]
     if self.built:
-      if len(self.m) != len(variables):
-        raise ValueError(f"This optimizer was built for {len(self.m)} variables, not "
-                         f"{len(variables)}; use one optimizer per model.")
+      if self._built_for is not None and refs != self._built_for:
+        raise ValueError(f"This optimizer was built for another model's {len(self.m)} "
+                         f"variables, not these {len(variables)}; use one optimizer per "
+                         "model.")
       return
     with self.name_scope:
       self.m = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
@@ -87,10 +124,28 @@ class AdamW(tf.Module):
       self.v = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
                             name=f"v_{i}") for i, v in enumerate(variables)]
     self.decays = [bool(self._decay_filter(v)) for v in variables]
+    self._built_for = refs
 
-  def apply_one(self, variable, grad, m, v, step, learning_rate, decay: bool = True):
-    """Updates one variable and its slots in place (on the calling device); `decay`
-    applies the weight decay (pass `decays[i]`)."""
+  def apply(self, strategy, variables, grads, *, finite, learning_rate):
+    """Cross-replica: one AdamW update of every variable on its devices, unless not `finite`."""
+    if len(variables) != len(self.m):
+      raise ValueError(f"This optimizer was built for {len(self.m)} variables, got "
+                       f"{len(variables)}: call build(variables) first.")
+    step = tf.identity(self.iterations)
+
+    def update(variable, grad, m, v, finite, learning_rate, decay):
+      return tf.cond(finite, lambda: self._update(variable, grad, m, v, step, learning_rate,
+                                                  decay),
+                     lambda: tf.identity(variable))
+
+    for variable, grad, m, v, decay in zip(variables, grads, self.m, self.v, self.decays):
+      strategy.extended.update(variable, functools.partial(update, decay=decay),
+                               args=(grad, m, v, finite, learning_rate), group=False)
+    decided = strategy.experimental_local_results(finite)[0]
+    self.iterations.assign_add(tf.cast(decided, tf.int64))
+
+  def _update(self, variable, grad, m, v, step, learning_rate, decay: bool):
+    """Updates one variable and its slots in place, on the calling device."""
     dtype = variable.dtype
     t = tf.cast(step + 1, dtype)
     learning_rate = tf.cast(learning_rate, dtype)

@@ -1,4 +1,4 @@
-"""The explicit tf.distribute training step: strategy.run, one packed all-reduce, loss scaling, AdamW.
+"""The explicit tf.distribute training step: strategy.run, one packed all-reduce, loss scaling, the optimizer's update.
 
     with strategy.scope():
       model = MyModel()            # a tf.Module or a Keras 3 model, built
@@ -11,15 +11,15 @@ Per step, on every replica: optional `augment(noisy, clean, seed)` (e.g.
 / global batch, backward (all XLA-compiled when `jit_compile`); then one
 all-reduce of all gradients plus the loss sum and example count; the finite
 check runs on the reduced gradients, so every replica takes the same decision;
-the update runs once in cross-replica context (`merge_call` +
-`strategy.extended.update`).
+the optimizer's update runs once in cross-replica context (`merge_call`, then
+`optimizer.apply`, which updates each variable with `strategy.extended.update`).
 """
 
-import functools
 from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
+from common import checks
 from ops import stateless
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
@@ -34,11 +34,17 @@ _PACK_BYTES = 32 * 2**20
 
 def compute_dtype(precision: str) -> tf.DType:
   """The dtype a model computes in under `precision` (variables stay float32)."""
-  try:
-    return PRECISIONS[precision]
-  except KeyError:
-    raise ValueError(f"Unknown precision {precision!r}: use one of "
-                     f"{', '.join(PRECISIONS)}.") from None
+  return PRECISIONS[checks.one_of("precision", precision, list(PRECISIONS))]
+
+
+def check_batch(global_batch_size: int, replicas: int) -> int:
+  """`global_batch_size`, if it splits evenly over `replicas` (raises ArgumentError)."""
+  checks.at_least("global_batch_size", global_batch_size, 1)
+  if global_batch_size % replicas:
+    raise checks.ArgumentError("global_batch_size", global_batch_size,
+                               f"is not divisible by the {replicas} replicas; use a multiple "
+                               f"of {replicas}.")
+  return global_batch_size
 
 
 def local_replicas(strategy: tf.distribute.Strategy) -> int:
@@ -60,14 +66,15 @@ def tf_variables(module) -> list:
   return [v if isinstance(v, tf.Variable) else v.value for v in module.trainable_variables]
 
 
+
 class TrainStep:
   """`steps_per_loop` training steps per call, inside one tf.function.
 
   Batch contract: each replica receives `{"noisy", "clean"[, "weight"]}` batches
   of `global_batch_size / num_replicas_in_sync` examples (what
-  `InputContext.get_per_replica_batch_size` gives); a batch of any other static
-  size is refused while tracing, since the gradients are divided by
-  `global_batch_size`.
+  `InputContext.get_per_replica_batch_size` gives); a batch of any other size
+  is refused (while tracing when the size is static, when the step runs when
+  it is not), since the gradients are divided by `global_batch_size`.
 
   Keras models are called with `training=True` (Dropout, BatchNorm in training
   mode) and their `losses` (regularisers) are added to the objective; the
@@ -79,55 +86,70 @@ class TrainStep:
   weights stay as they were, the loss scale shrinks, `skipped_steps` counts
   it). At the end of the data a call stops early: no step is attempted without
   a batch, so `global_step` does not advance, and the call's `steps` says how
-  many ran.
+  many ran. Non-finite steps (skipped, or with a non-finite loss) are also
+  counted in a row across calls (`nonfinite_streak`), so a guard can tell 50
+  scattered skips from 50 consecutive ones.
+
+  Args (keyword-only):
+    model: a callable with `trainable_variables` (tf.Module or Keras 3 model),
+      built under `strategy.scope()`, mapping `[batch, time]` noisy audio in
+      the compute dtype to an estimate of the clean audio.
+    loss_fn: `loss_fn(clean, prediction) -> [batch]` per-example losses.
+    optimizer: an `optim.Optimizer` (e.g. `optim.AdamW`) created under the scope.
+    strategy: any tf.distribute strategy.
+    global_batch_size: examples per step over all replicas.
+    loss_scale: a `loss_scale.LossScale` made under the scope (default: the
+      precision's, `loss_scale.for_precision("auto", precision)`).
+    precision: float32 | mixed_bfloat16 | mixed_float16 (variables stay float32).
+    augment: `augment(noisy, clean, seed) -> (noisy, clean)` run per replica
+      inside the compiled step (e.g. `ops.RevEcho`, `ops.chain(...)`).
+    clip_norm: clip the global norm of the reduced gradients (None: no clipping).
+    steps_per_loop: steps per call.
+    jit_compile: XLA-compile each replica's augment/forward/backward.
+    seed: of the augmentation draws (folded with the step and the replica).
+    global_step: a scalar int64 variable to advance (default: a new one).
 
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
-  advanced once per attempted step; pass your own to share or restore one) -
-  everything a checkpoint needs.
+  advanced once per attempted step) - everything a checkpoint needs.
   """
 
-  def __init__(self, model, loss_fn: LossFn, optimizer: optim.AdamW,
-               strategy: tf.distribute.Strategy, *, global_batch_size: int,
+  def __init__(self, *, model, loss_fn: LossFn, optimizer: optim.Optimizer,
+               strategy: tf.distribute.Strategy, global_batch_size: int,
                loss_scale: Optional[loss_scale_lib.LossScale] = None,
                precision: str = "float32", augment: Optional[Augment] = None,
                clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                jit_compile: bool = True, seed: int = 0,
                global_step: Optional[tf.Variable] = None):
     self._dtype = compute_dtype(precision)
-    replicas = strategy.num_replicas_in_sync
-    if global_batch_size % replicas:
-      raise ValueError(f"global_batch_size={global_batch_size} is not divisible by the "
-                       f"{replicas} replicas; use a multiple of {replicas}.")
-    if steps_per_loop < 1:
-      raise ValueError(f"steps_per_loop must be >= 1, got {steps_per_loop}.")
+    self._global_batch_size = check_batch(global_batch_size, strategy.num_replicas_in_sync)
+    self.steps_per_loop = checks.at_least("steps_per_loop", steps_per_loop, 1)
+    self._clip_norm = None if clip_norm is None else checks.positive("clip_norm", clip_norm)
     self.model, self.optimizer, self.strategy = model, optimizer, strategy
-    self._variables = tf_variables(model)
     self._keras = is_keras(model)
-    if self._keras and model.compute_dtype != self._dtype.name:
-      raise ValueError(
-          f"precision={precision} computes in {self._dtype.name}, but the Keras model "
-          f"computes in {model.compute_dtype}: build it after "
-          f"keras.mixed_precision.set_global_policy({precision!r}) (or pass dtype= to its "
-          "layers).")
-    if not self._variables:
-      raise ValueError("The model has no trainable variables yet: build it (call it once "
-                       "on an example batch) under strategy.scope() before make_train_step.")
+    self._variables = self._trainable_variables(precision)
     with strategy.scope():
       self.loss_scale = loss_scale or loss_scale_lib.for_precision("auto", precision)
       optimizer.build(self._variables)
-      self.global_step = global_step if global_step is not None else tf.Variable(
-          0, dtype=tf.int64, trainable=False, name="global_step",
-          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-    if self.global_step.dtype != tf.int64 or self.global_step.shape.rank != 0:
-      raise ValueError(f"global_step must be a scalar int64 tf.Variable, got "
-                       f"{self.global_step.dtype.name} of shape {self.global_step.shape}.")
+      self.global_step = _check_global_step(global_step) if global_step is not None else (
+          _counter("global_step"))
+      self._streak = _counter("nonfinite_streak")
     self._check_in_scope()
-    self._loss_fn, self._augment = loss_fn, augment
-    self._global_batch_size, self._clip_norm = global_batch_size, clip_norm
-    self.steps_per_loop = steps_per_loop
-    self._seed = seed
+    self._loss_fn, self._augment, self._seed = loss_fn, augment, seed
     self._compute = tf.function(self._replica_compute, jit_compile=jit_compile)
     self._loop = tf.function(self._train_loop)
+
+  def _trainable_variables(self, precision: str) -> list:
+    if self._keras and self.model.compute_dtype != self._dtype.name:
+      raise ValueError(
+          f"precision={precision} computes in {self._dtype.name}, but the Keras model "
+          f"computes in {self.model.compute_dtype}: build it after "
+          f"keras.mixed_precision.set_global_policy({precision!r}) (or pass dtype= to its "
+          "layers).")
+    variables = tf_variables(self.model)
+    if not variables:
+      raise ValueError("The model has no trainable variables yet: build it (call it once "
+                       "on an example batch) under strategy.scope() before make_train_step.")
+    return variables
 
   def _check_in_scope(self):
     named = [("model variable", v) for v in self._variables] + [
@@ -149,10 +171,13 @@ class TrainStep:
       `skipped_steps`, but not averaged; NaN if none was applied),
       `steps` (attempted in this call: fewer than asked only at the end of the
       data), `applied_steps` and `skipped_in_call` (of those, applied and
-      skipped as non-finite), `learning_rate`, `loss_scale`,
-      `skipped_steps` (total), `global_step`, and per local replica (`[replicas]`):
-      `replica_loss_sum`, `replica_examples`, `replica_grad_norm` (mean norm of
-      its own contribution to the gradient, before the all-reduce),
+      skipped as non-finite), `nonfinite_streak` (non-finite steps in a row at
+      the end of the call, counting from earlier calls) and
+      `longest_nonfinite_streak` (the longest such run reached in this call),
+      `learning_rate`, `loss_scale`, `skipped_steps` (total), `global_step`,
+      and per local replica (`[replicas]`): `replica_loss_sum`,
+      `replica_examples`, `replica_grad_norm` (mean norm of its own
+      contribution to the gradient, before the all-reduce),
       `replica_nonfinite` (steps whose local gradients were not finite).
     """
     steps = self.steps_per_loop if num_steps is None else num_steps
@@ -163,8 +188,9 @@ class TrainStep:
     sums = {k: tf.zeros([local]) for k in ("replica_loss_sum", "replica_examples",
                                           "replica_grad_norm", "replica_nonfinite")}
     totals = {k: tf.constant(0.0) for k in ("loss_sum", "examples", "grad_norm", "applied")}
-    learning_rate = tf.constant(0.0)
-    steps = tf.constant(0.0)
+    learning_rate, steps = tf.constant(0.0), tf.constant(0.0)
+    streak = self._streak.read_value()
+    longest = streak
     for _ in tf.range(num_steps):
       batch = iterator.get_next_as_optional()
       if not batch.has_value():  # end of the data: attempt nothing more
@@ -176,12 +202,16 @@ class TrainStep:
       applied = local_results["applied"][0] > 0  # skipped steps' values may be inf/NaN
       totals = {k: total + tf.where(applied, local_results[k][0], 0.0)
                 for k, total in totals.items()}
+      streak = tf.where(local_results["nonfinite"][0], streak + 1, tf.zeros_like(streak))
+      longest = tf.maximum(longest, streak)
       learning_rate = local_results["learning_rate"][0]
       steps += 1.0
+    self._streak.assign(streak)
     return dict(
         loss=totals["loss_sum"] / totals["examples"],  # NaN if no step was applied
         grad_norm=totals["grad_norm"] / tf.maximum(totals["applied"], 1.0),
         steps=steps, applied_steps=totals["applied"], skipped_in_call=steps - totals["applied"],
+        nonfinite_streak=streak, longest_nonfinite_streak=longest,
         learning_rate=learning_rate,
         loss_scale=tf.identity(self.loss_scale.scale),
         skipped_steps=tf.identity(self.loss_scale.skipped_steps),
@@ -215,18 +245,33 @@ class TrainStep:
     local_norm = tf.linalg.global_norm(grads) / scale
     return grads, loss_sum, tf.reduce_sum(weight), local_norm, finite
 
+  def _check_replica_batch(self, batch):
+    """Refuses a per-replica batch that does not make `global_batch_size`; returns the batch
+    (with a run-time check attached when its size is not static)."""
+    replicas = self.strategy.num_replicas_in_sync
+    expected = self._global_batch_size // replicas
+    advice = ("batch each input pipeline by InputContext.get_per_replica_batch_size("
+              "global_batch_size) with drop_remainder=True, or pass the global_batch_size "
+              "the data has.")
+    per_replica = batch["clean"].shape[0]
+    if per_replica is not None:
+      if per_replica != expected:
+        raise ValueError(f"Each replica gets {per_replica} examples per step, x {replicas} "
+                         f"replicas = {per_replica * replicas}, but global_batch_size="
+                         f"{self._global_batch_size}: {advice}")
+      return batch
+    check = tf.debugging.assert_equal(
+        tf.shape(batch["clean"])[0], expected,
+        message=f"A replica's batch (its size is the first value below) is not "
+                f"global_batch_size={self._global_batch_size} / {replicas} replicas: {advice}")
+    with tf.control_dependencies([check]):
+      return {k: tf.identity(v) for k, v in batch.items()}
+
   def _replica_step(self, batch):
     context = tf.distribute.get_replica_context()
-    per_replica = batch["clean"].shape[0]  # static for batches dropped to full size
-    replicas = self.strategy.num_replicas_in_sync
-    if per_replica is not None and per_replica * replicas != self._global_batch_size:
-      raise ValueError(
-          f"Each replica gets {per_replica} examples per step, x {replicas} replicas = "
-          f"{per_replica * replicas}, but global_batch_size={self._global_batch_size}: "
-          "batch each input pipeline by InputContext.get_per_replica_batch_size("
-          "global_batch_size), or pass the global_batch_size the data has.")
+    batch = self._check_replica_batch(batch)
     seed = stateless.fold_in(stateless.fold_in([self._seed, 0x5EED], self.global_step),
-                          context.replica_id_in_sync_group)
+                             context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)
     grads, loss_sum, examples, local_norm, local_finite = self._compute(batch, seed, scale)
     reduced = context.all_reduce(
@@ -243,45 +288,39 @@ class TrainStep:
                 replica_grad_norm=local_norm,
                 replica_nonfinite=tf.logical_not(local_finite),
                 loss_sum=reduced[-2], examples=reduced[-1], grad_norm=norm,
-                applied=tf.cast(finite, tf.float32), learning_rate=learning_rate)
+                applied=tf.cast(finite, tf.float32), learning_rate=learning_rate,
+                nonfinite=tf.logical_not(finite & tf.math.is_finite(reduced[-2])))
 
   def _apply(self, strategy, grads, finite, learning_rate):
-    """Cross-replica: update every variable on its devices, unless the step overflowed."""
-    optimizer = self.optimizer
-    step = tf.identity(optimizer.iterations)
-
-    def update(variable, grad, m, v, finite, learning_rate, decay):
-      return tf.cond(finite,
-                     lambda: optimizer.apply_one(variable, grad, m, v, step, learning_rate,
-                                                 decay),
-                     lambda: tf.identity(variable))
-
-    for variable, grad, m, v, decay in zip(self._variables, grads, optimizer.m, optimizer.v,
-                                           optimizer.decays):
-      strategy.extended.update(variable, functools.partial(update, decay=decay),
-                               args=(grad, m, v, finite, learning_rate), group=False)
+    """Cross-replica: the optimizer's update (unless the step overflowed), then the loss
+    scale and the step counter."""
+    self.optimizer.apply(strategy, self._variables, grads, finite=finite,
+                         learning_rate=learning_rate)
     decided = strategy.experimental_local_results(finite)[0]
-    optimizer.iterations.assign_add(tf.cast(decided, tf.int64))
     self.loss_scale.update(decided)
     self.global_step.assign_add(1)
 
 
-def make_train_step(model, loss_fn: LossFn, optimizer: optim.AdamW,
-                    strategy: tf.distribute.Strategy, **kwargs) -> TrainStep:
-  """Builds the training step; see `TrainStep` for the keyword arguments.
+def _counter(name: str) -> tf.Variable:
+  """A scalar int64 step counter (one value for every replica); make it under the scope."""
+  return tf.Variable(0, dtype=tf.int64, trainable=False, name=name,
+                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
-  Args:
-    model: a callable with `trainable_variables` (tf.Module or Keras 3 model),
-      built under `strategy.scope()`, mapping `[batch, time]` noisy audio in
-      the compute dtype to an estimate of the clean audio.
-    loss_fn: `loss_fn(clean, prediction) -> [batch]` per-example losses.
-    optimizer: an `optim.AdamW` created under `strategy.scope()`.
-    strategy: any tf.distribute strategy.
-    **kwargs: `global_batch_size` (required), `loss_scale`, `precision`,
-      `augment`, `clip_norm`, `steps_per_loop`, `jit_compile`, `seed`,
-      `global_step`.
 
-  Returns:
-    A `TrainStep`: call it with a (distributed) iterator.
-  """
-  return TrainStep(model, loss_fn, optimizer, strategy, **kwargs)
+def _check_global_step(variable: tf.Variable) -> tf.Variable:
+  if variable.dtype != tf.int64 or variable.shape.rank != 0:
+    raise ValueError(f"global_step must be a scalar int64 tf.Variable, got "
+                     f"{variable.dtype.name} of shape {variable.shape}.")
+  return variable
+
+
+def make_train_step(model, loss_fn: LossFn, optimizer: optim.Optimizer,
+                    strategy: tf.distribute.Strategy, *, global_batch_size: int,
+                    loss_scale: Optional[loss_scale_lib.LossScale] = None,
+                    precision: str = "float32", augment: Optional[Augment] = None,
+                    clip_norm: Optional[float] = None, steps_per_loop: int = 1,
+                    jit_compile: bool = True, seed: int = 0,
+                    global_step: Optional[tf.Variable] = None) -> TrainStep:
+  """Builds the training step (the arguments are `TrainStep`'s); call it with a
+  (distributed) iterator."""
+  return TrainStep(**locals())

@@ -1,7 +1,6 @@
 """tf.data service tests on loopback: serving the training pipeline, dynamic sharding, a lost worker."""
 
 import collections
-import os
 import socket
 import subprocess
 import sys
@@ -9,6 +8,7 @@ import tempfile
 import time
 
 import pytest
+import numpy as np
 import tensorflow as tf
 
 from input import pipeline
@@ -55,6 +55,18 @@ class ServiceTest(tf.test.TestCase):
     self.assertContainsSubset(seen, range(24))
     self.assertGreater(len(seen), 12)
 
+  def test_each_service_worker_makes_its_own_crops(self):
+    fn = pipeline.make_train_dataset_fn(self.manifest, pipeline.TrainInputConfig(
+        global_batch_size=4, crop_seconds=16 / 8000, data_service=self.dispatcher.target,
+        deterministic=True))
+    batches = list(fn(tf.distribute.InputContext()).take(16))
+    # noisy = index + 1000 - sample, so the first noisy sample gives the crop's start.
+    offsets = [tuple(np.round((b["clean"][:, 0] - b["noisy"][:, 0]) * 32768).astype(int) + 1000)
+               for b in batches]
+    self.assertTrue(all(0 <= o <= 48 for row in offsets for o in row))
+    # Two workers sharing their k-th batch's draws would repeat every offset pattern twice.
+    self.assertLen(set(offsets), len(offsets))
+
   def test_dynamic_sharding_delivers_each_example_exactly_once(self):
     dataset = tf.data.Dataset.from_tensor_slices(self.manifest.paths).interleave(
         tf.data.TFRecordDataset, cycle_length=2).batch(1).map(
@@ -77,7 +89,7 @@ class ServiceTest(tf.test.TestCase):
   def test_bad_address_and_sharding(self):
     with self.assertRaisesRegex(ValueError, "grpc://host:port"):
       service.check_address("localhost:5050")
-    with self.assertRaisesRegex(ValueError, "off or dynamic"):
+    with self.assertRaisesRegex(ValueError, "data_service_sharding=static must be one of off, dynamic"):
       service.sharding_policy("static")
 
 

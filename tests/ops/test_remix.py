@@ -69,10 +69,25 @@ class RemixTest(tf.test.TestCase):
     self.assertNotEqual(seen[0], seen[1])
     self.assertIs(remix.chain(record), record)
 
+  def test_bfloat16_signals_get_the_float32_draws(self):
+    rng = np.random.default_rng(3)
+    clean = rng.normal(size=[128, 64]).astype(np.float32)
+    noisy = clean + rng.normal(size=[128, 64]).astype(np.float32)
+    as_bf16 = lambda x: tf.cast(tf.cast(x, tf.bfloat16), tf.float32)  # pylint: disable=g-long-lambda
+    noisy, clean = as_bf16(noisy), as_bf16(clean)
+    mix = remix.Remix(proba=0.5)
+    for seed in range(8):
+      want, _ = mix(noisy, clean, [seed, 1])
+      got, got_clean = mix(tf.cast(noisy, tf.bfloat16), tf.cast(clean, tf.bfloat16), [seed, 1])
+      self.assertEqual(got.dtype, tf.bfloat16)
+      self.assertAllEqual(got_clean, tf.cast(clean, tf.bfloat16))
+      # The same roll, SNRs and choices: equal up to bfloat16 rounding of the result.
+      self.assertAllClose(tf.cast(got, tf.float32), want, rtol=1e-2, atol=1e-2)
+
   def test_bad_arguments(self):
-    with self.assertRaisesRegex(ValueError, r"proba must be in \[0, 1\]"):
+    with self.assertRaisesRegex(ValueError, r"proba=1.5 must be in \[0, 1\]"):
       remix.Remix(proba=1.5)
-    with self.assertRaisesRegex(ValueError, "low <= high"):
+    with self.assertRaisesRegex(ValueError, r"snr_db=\(10, 0\) must be \(lo, hi\) with lo <= hi"):
       remix.Remix(snr_db=(10.0, 0.0))
 
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -9,6 +10,7 @@ import tensorflow as tf
 from input import audio
 from trainer import denoise
 from trainer import export
+from trainer.models import card as card_lib
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
                               max_hidden=10000, causal=False, attention_heads=2,
@@ -26,9 +28,9 @@ class ExportTest(tf.test.TestCase):
   def setUp(self):
     super().setUp()
     self.model_dir = self.create_tempdir().full_path
-    with open(os.path.join(self.model_dir, export.CONFIG_FILE), "w") as f:
+    with open(os.path.join(self.model_dir, card_lib.CONFIG_FILE), "w") as f:
       json.dump(self.description, f)
-    self.model = export.build_model(self.description)
+    self.model = card_lib.ModelCard.from_json(self.description).build()
     for variable in self.model.trainable_variables:  # not the init: a "trained" model
       variable.assign(variable * 1.5)
     tf.train.Checkpoint(model=self.model).save(os.path.join(self.model_dir, "checkpoints",
@@ -111,6 +113,25 @@ class ExportTest(tf.test.TestCase):
     export.export(self.model_dir, self.saved, overwrite=True)
     self.assertGreaterEqual(os.path.getmtime(os.path.join(self.saved, "saved_model.pb")), stamp)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # no temporaries left
+    tf.saved_model.load(self.saved)
+
+  def test_a_failed_replacement_keeps_the_earlier_export(self):
+    saved_model_pb = os.path.join(self.saved, "saved_model.pb")
+    with open(saved_model_pb, "rb") as f:
+      before = f.read()
+    real_rename = tf.io.gfile.rename
+
+    def rename(source, target, overwrite=False):
+      if source.endswith(".tmp") and target == self.saved:  # the new export's move into place
+        raise tf.errors.PermissionDeniedError(None, None, "Permission denied")
+      return real_rename(source, target, overwrite)
+
+    with mock.patch.object(export.tf.io.gfile, "rename", rename):
+      with self.assertRaisesRegex(OSError, "Could not write the export .*Permission denied"):
+        export.export(self.model_dir, self.saved, overwrite=True)
+    with open(saved_model_pb, "rb") as f:
+      self.assertEqual(f.read(), before)
+    self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # nothing else left
     tf.saved_model.load(self.saved)
 
   def test_missing_checkpoint_is_explained(self):

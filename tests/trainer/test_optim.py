@@ -17,6 +17,12 @@ def numpy_adamw(p, grad_fn, steps, lr_fn, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
   return p
 
 
+def apply(optimizer, variables, grads, learning_rate, finite=True):
+  """One update through the optimizer's contract (the default strategy, cross-replica)."""
+  optimizer.apply(tf.distribute.get_strategy(), variables, grads, finite=tf.constant(finite),
+                  learning_rate=tf.constant(learning_rate, tf.float32))
+
+
 class AdamWTest(tf.test.TestCase):
 
   def train_quadratic(self, dtype):
@@ -24,13 +30,13 @@ class AdamWTest(tf.test.TestCase):
     c = np.array([1.0, -2.0, 0.5, 0.25])
     grad = lambda p: a * (p - c)
     schedule = optim.warmup_cosine(0.05, warmup_steps=5, total_steps=50, final_fraction=0.1)
-    optimizer = optim.AdamW(schedule, weight_decay=0.1)
+    optimizer = optim.AdamW(schedule, weight_decay=0.1, decay_filter=lambda _: True)
     p = tf.Variable(np.zeros(4, dtype))
     optimizer.build([p])
     for step in range(50):
-      optimizer.apply_one(p, tf.constant(grad(p.numpy().astype(np.float64)), dtype),
-                          optimizer.m[0], optimizer.v[0], tf.constant(step, tf.int64),
-                          schedule(step))
+      apply(optimizer, [p], [tf.constant(grad(p.numpy().astype(np.float64)), dtype)],
+            schedule(step))
+    self.assertEqual(int(optimizer.iterations.numpy()), 50)
     want = numpy_adamw(np.zeros(4), grad, 50, lambda s: float(schedule(s)), wd=0.1)
     self.assertGreater(np.abs(want).min(), 0.05)  # it really moved
     return p.numpy(), want
@@ -48,15 +54,14 @@ class AdamWTest(tf.test.TestCase):
     values = [float(schedule(s)) for s in (0, 4, 9, 10, 60, 110, 500)]
     self.assertAllClose(values, [0.1, 0.5, 1.0, 1.0, 0.55, 0.1, 0.1], atol=1e-6)
     self.assertAllClose(optim.constant(0.3)(7), 0.3)
-    with self.assertRaisesRegex(ValueError, "warmup_steps < total_steps"):
+    with self.assertRaisesRegex(ValueError, r"warmup_steps=10 must be in \[0, 10\)"):
       optim.warmup_cosine(1.0, warmup_steps=10, total_steps=10)
 
   def test_slots_and_iterations_are_checkpointed(self):
     p = tf.Variable([1.0, 2.0])
     optimizer = optim.AdamW(0.1)
     optimizer.build([p])
-    optimizer.apply_one(p, tf.constant([1.0, 1.0]), optimizer.m[0], optimizer.v[0],
-                        tf.constant(0, tf.int64), 0.1)
+    apply(optimizer, [p], [tf.constant([1.0, 1.0])], 0.1)
     optimizer.iterations.assign(7)
     path = tf.train.Checkpoint(optimizer=optimizer).save(self.create_tempdir().full_path + "/c")
     restored = optim.AdamW(0.1)
@@ -71,9 +76,7 @@ class AdamWTest(tf.test.TestCase):
     optimizer = optim.AdamW(0.1, weight_decay=0.5)
     optimizer.build([kernel, bias])
     self.assertEqual(optimizer.decays, [True, False])
-    for i, variable in enumerate((kernel, bias)):
-      optimizer.apply_one(variable, tf.zeros_like(variable), optimizer.m[i], optimizer.v[i],
-                          tf.constant(0, tf.int64), 0.1, optimizer.decays[i])
+    apply(optimizer, [kernel, bias], [tf.zeros_like(kernel), tf.zeros_like(bias)], 0.1)
     self.assertAllClose(kernel, np.full([2, 3], 0.95))  # zero gradient: decay alone
     self.assertAllClose(bias, np.ones(3))
 
@@ -82,11 +85,31 @@ class AdamWTest(tf.test.TestCase):
     optimizer.build([tf.Variable([1.0], name="gain"), tf.Variable([1.0], name="offset")])
     self.assertEqual(optimizer.decays, [False, True])
 
+  def test_a_step_that_is_not_finite_changes_nothing(self):
+    p = tf.Variable([1.0, 2.0])
+    optimizer = optim.AdamW(0.1)
+    optimizer.build([p])
+    apply(optimizer, [p], [tf.constant([np.nan, 1.0])], 0.1, finite=False)
+    self.assertAllEqual(p, [1.0, 2.0])
+    self.assertAllEqual(optimizer.m[0], [0.0, 0.0])
+    self.assertEqual(int(optimizer.iterations.numpy()), 0)
+
   def test_rebuilding_for_another_model_is_an_error(self):
     optimizer = optim.AdamW(0.1)
-    optimizer.build([tf.Variable(1.0)])
+    first = [tf.Variable(1.0)]
+    optimizer.build(first)
+    optimizer.build(first)  # the same variables again: nothing to do
     with self.assertRaisesRegex(ValueError, "one optimizer per model"):
       optimizer.build([tf.Variable(1.0), tf.Variable(2.0)])
+    with self.assertRaisesRegex(ValueError, "one optimizer per model"):
+      optimizer.build([tf.Variable(1.0)])  # as many variables, another model's
+
+  def test_bad_hyperparameters_name_the_argument(self):
+    for kwargs, pattern in ((dict(beta_1=1.5), r"beta_1=1.5 must be in \[0, 1\)"),
+                            (dict(learning_rate=0.0), "learning_rate=0.0 must be a positive"),
+                            (dict(weight_decay=-1.0), "weight_decay=-1.0 must be >= 0")):
+      with self.assertRaisesRegex(ValueError, pattern):
+        optim.AdamW(**kwargs)
 
 
 if __name__ == "__main__":

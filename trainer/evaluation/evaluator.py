@@ -1,15 +1,11 @@
 """Distributed evaluation: exact weighted loss, SI-SDR and its improvement, PESQ and STOI, plus clips for TensorBoard."""
 
-import os
 from typing import Callable, Dict
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from common import files
-
-from trainer.evaluation import losses
 from trainer.evaluation import metrics
 from trainer.evaluation import perceptual
 
@@ -28,7 +24,11 @@ class Evaluator:
     self._strategy, self._model, self._loss_fn = strategy, model, loss_fn
     self._dataset, self._dtype = dataset, precision_dtype
     self._sample_rate = sample_rate
-    self._perceptual_examples = perceptual_examples if perceptual.missing() is None else 0
+    # Known before the first eval (possibly hours in): what keeps PESQ/STOI from being scored.
+    self.perceptual_missing = perceptual.missing(sample_rate) if perceptual_examples else None
+    if self.perceptual_missing:
+      logging.warning("Eval will not report PESQ/STOI: %s", self.perceptual_missing)
+    self._perceptual_examples = 0 if self.perceptual_missing else perceptual_examples
     self._noisy_scores = None  # the eval set never changes: its inputs are scored once
     self._step = tf.function(self._distributed_step)
 
@@ -87,56 +87,3 @@ def perceptual_means(pairs, sample_rate: int) -> Dict[str, float]:
   left out)."""
   rows = [perceptual.scores(reference, estimate, sample_rate) for reference, estimate in pairs]
   return {key: float(np.nanmean([row[key] for row in rows])) for key in rows[0]}
-
-
-class PeriodicEval:
-  """`evaluate(step)` for the training loop: runs the Evaluator, writes TensorBoard
-  summaries, `out_dir/eval_results.json` and a log line; remembers `last_step`."""
-
-  def __init__(self, evaluator: Evaluator, *, out_dir: str, sample_rate: int, clips: int):
-    self._evaluator, self._out_dir = evaluator, out_dir
-    self._sample_rate, self._clips = sample_rate, clips
-    self._writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
-    self.last_step = None
-
-  def __call__(self, step: int) -> Dict[str, float]:
-    results, clips = self._evaluator.evaluate(clips=self._clips)
-    write_summaries(self._writer, step, results, clips, self._sample_rate)
-    files.write_json(os.path.join(self._out_dir, "eval_results.json"),
-                     dict({k: float(v) for k, v in results.items()}, step=step))
-    logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
-                 "%.2f dB over %d examples%s", step, results["loss"], results["si_sdr"],
-                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"],
-                 _perceptual_text(results))
-    self.last_step = step
-    return results
-
-
-def _perceptual_text(results: Dict[str, float]) -> str:
-  if "pesq" not in results:
-    return f"; no PESQ/STOI: {perceptual.missing()}" if perceptual.missing() else ""
-  return (f"; PESQ {results['pesq']:.2f} (noisy {results['pesq_noisy']:.2f}), STOI "
-          f"{results['stoi']:.3f} (noisy {results['stoi_noisy']:.3f})")
-
-
-def write_summaries(writer, step: int, results: Dict[str, float], clips, sample_rate: int):
-  """Eval scalars, audio clips and log-spectrogram images to TensorBoard."""
-  with writer.as_default(step=step):
-    for key, value in results.items():
-      tf.summary.scalar(f"eval/{key}", value)
-    for i, (noisy, enhanced, clean) in enumerate(clips):
-      for name, audio in (("noisy", noisy), ("enhanced", enhanced), ("clean", clean)):
-        tf.summary.audio(f"clip_{i}/{name}", np.clip(audio, -1, 1)[None, :, None],
-                         sample_rate, max_outputs=1)
-        tf.summary.image(f"clip_{i}/{name}_spectrogram", spectrogram_image(audio, sample_rate))
-  writer.flush()
-
-
-def spectrogram_image(audio: np.ndarray, sample_rate: int) -> tf.Tensor:
-  """`[1, freq, time, 1]` log-magnitude spectrogram in [0, 1], low frequencies at the bottom."""
-  window = max(16, int(0.032 * sample_rate))
-  magnitude = losses.stft_magnitude(tf.constant(audio[None], tf.float32), window, window // 4)
-  db = 20.0 * tf.math.log(magnitude[0] + 1e-5) / tf.math.log(10.0)
-  db = tf.clip_by_value(db - tf.reduce_max(db), -80.0, 0.0)
-  image = tf.reverse(tf.transpose((db + 80.0) / 80.0), axis=[0])
-  return image[None, :, :, None]

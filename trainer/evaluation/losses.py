@@ -4,7 +4,8 @@ from typing import Sequence, Tuple
 
 import tensorflow as tf
 
-import ops
+from common import checks
+from ops import spectral
 from trainer.evaluation import metrics
 
 # (window, hop) in seconds: Demucs' (240, 50), (600, 120), (1200, 240) samples at 16 kHz,
@@ -15,12 +16,6 @@ RESOLUTIONS = ((0.015, 0.003125), (0.0375, 0.0075), (0.075, 0.015))
 def l1(clean, enhanced):
   """Per-example mean absolute error `[batch]`."""
   return tf.reduce_mean(tf.abs(clean - enhanced), axis=-1)
-
-
-def stft_magnitude(signal, window_samples: int, hop_samples: int):
-  """|STFT| of `[batch, time]` float32 audio with a Hann window (5-smooth FFT size)."""
-  return tf.abs(tf.signal.stft(signal, window_samples, hop_samples,
-                               ops.fft_length(window_samples), pad_end=True))
 
 
 def negative_si_sdr(clean, enhanced):
@@ -35,12 +30,11 @@ class DenoiseLoss:
   """`waveform loss + stft_weight * mean over resolutions of (spectral convergence +
   log-magnitude L1)`; the waveform loss is L1 or -SI-SDR (dB)."""
 
-  def __init__(self, sample_rate: int, *, stft_weight: float = 0.01, waveform: str = "l1",
+  def __init__(self, sample_rate: int, *, stft_weight: float = 0.01, waveform_loss: str = "l1",
                resolutions: Sequence[Tuple[float, float]] = RESOLUTIONS):
-    if waveform not in WAVEFORM_LOSSES:
-      raise ValueError(f"Unknown waveform loss {waveform!r}: use one of "
-                       f"{sorted(WAVEFORM_LOSSES)}.")
-    self.stft_weight, self.waveform = stft_weight, WAVEFORM_LOSSES[waveform]
+    checks.one_of("waveform_loss", waveform_loss, sorted(WAVEFORM_LOSSES))
+    checks.at_least("stft_weight", stft_weight, 0.0)
+    self.stft_weight, self.waveform = stft_weight, WAVEFORM_LOSSES[waveform_loss]
     self.frames = [(max(2, round(w * sample_rate)), max(1, round(h * sample_rate)))
                    for w, h in resolutions]
 
@@ -50,13 +44,13 @@ class DenoiseLoss:
     loss = self.waveform(clean, enhanced)
     if not self.stft_weight:
       return loss
-    spectral = 0.0
+    spectral_loss = 0.0
     for window, hop in self.frames:
-      target = stft_magnitude(clean, window, hop)
-      estimate = stft_magnitude(enhanced, window, hop)
+      target = spectral.stft_magnitude(clean, window, hop)
+      estimate = spectral.stft_magnitude(enhanced, window, hop)
       convergence = (tf.norm(target - estimate, axis=[-2, -1])
                      / (tf.norm(target, axis=[-2, -1]) + 1e-7))
       log_magnitude = tf.reduce_mean(
           tf.abs(tf.math.log(target + 1e-7) - tf.math.log(estimate + 1e-7)), axis=[-2, -1])
-      spectral += convergence + log_magnitude
-    return loss + self.stft_weight * spectral / len(self.frames)
+      spectral_loss += convergence + log_magnitude
+    return loss + self.stft_weight * spectral_loss / len(self.frames)

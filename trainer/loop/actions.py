@@ -2,7 +2,6 @@
 
 import contextlib
 import dataclasses
-import math
 import signal
 from typing import Callable, Dict, Optional, Tuple
 
@@ -27,9 +26,20 @@ class Chunk:
   seconds: float
   metrics: Dict[str, np.ndarray]
 
+  examples_per_step: int = 0
+  audio_seconds_per_example: float = 0.0
+
   @property
   def out_of_data(self) -> bool:
     return self.ran < self.asked
+
+  @property
+  def examples_per_second(self) -> float:
+    return self.ran * self.examples_per_step / max(self.seconds, 1e-9)
+
+  @property
+  def audio_seconds_per_second(self) -> float:
+    return self.examples_per_second * self.audio_seconds_per_example
 
   def crossed(self, every: int) -> bool:
     """Whether a multiple of `every` (> 0) lies in (before, after]."""
@@ -37,78 +47,39 @@ class Chunk:
 
 
 class SkipGuard:
-  """Raises NonFiniteLoss after `max_in_a_row` steps in a row were skipped or non-finite.
+  """Raises NonFiniteLoss once `max_in_a_row` steps in a row were non-finite (skipped, or
+  with a non-finite loss), counted step by step across chunks by the step itself."""
 
-  Counts from the restored total, so skips before a resume are not counted again.
-  """
-
-  def __init__(self, max_in_a_row: int, skipped_at_start: int,
-               last_good: Callable[[], Optional[str]]):
-    self._max, self._skipped_before, self._last_good = max_in_a_row, skipped_at_start, last_good
-    self._in_a_row = 0
+  def __init__(self, max_in_a_row: int, last_good: Callable[[], Optional[str]]):
+    self._max, self._last_good = max_in_a_row, last_good
 
   def __call__(self, chunk: Chunk):
-    skipped = int(chunk.metrics["skipped_steps"])
-    new_skips, self._skipped_before = skipped - self._skipped_before, skipped
-    self._in_a_row = self._in_a_row + new_skips if new_skips == chunk.ran else new_skips
-    if not math.isfinite(float(chunk.metrics["loss"])) and new_skips == 0:
-      self._in_a_row += chunk.ran
-    if self._in_a_row >= self._max:
+    longest = int(chunk.metrics["longest_nonfinite_streak"])
+    if longest >= self._max:
       raise NonFiniteLoss(
-          f"{self._in_a_row} non-finite steps in a row up to step {chunk.after} "
+          f"{longest} non-finite steps in a row by step {chunk.after} "
           f"(max_skipped_steps={self._max}); stopping. The last good checkpoint is "
           f"{self._last_good()}. Lower the learning rate, clip gradients, or use dynamic "
           "loss scaling.")
 
 
-class TrainSummaries:
-  """Loss, gradient norm, schedule, loss scale, throughput and per-replica values to TensorBoard."""
-
-  def __init__(self, writer, *, examples_per_step: int, audio_seconds_per_example: float):
-    self._writer = writer
-    self._examples_per_step = examples_per_step
-    self._audio_seconds = audio_seconds_per_example
-
-  def throughput(self, chunk: Chunk) -> Tuple[float, float]:
-    """`(examples/s, audio seconds/s)` of the chunk."""
-    examples = chunk.ran * self._examples_per_step / max(chunk.seconds, 1e-9)
-    return examples, examples * self._audio_seconds
-
-  def __call__(self, chunk: Chunk):
-    metrics = chunk.metrics
-    examples_per_second, audio_per_second = self.throughput(chunk)
-    with self._writer.as_default(step=chunk.after):
-      for key in ("loss", "grad_norm", "learning_rate", "loss_scale", "skipped_steps"):
-        tf.summary.scalar(key, float(metrics[key]))
-      tf.summary.scalar("examples_per_second", examples_per_second)
-      tf.summary.scalar("audio_seconds_per_second", audio_per_second)
-      replica_loss = metrics["replica_loss_sum"] / np.maximum(metrics["replica_examples"], 1)
-      for i, (loss, norm) in enumerate(zip(replica_loss, metrics["replica_grad_norm"])):
-        tf.summary.scalar(f"replica_{i}/loss", float(loss))
-        tf.summary.scalar(f"replica_{i}/grad_norm", float(norm))
-        tf.summary.scalar(f"replica_{i}/nonfinite_steps",
-                          float(metrics["replica_nonfinite"][i]))
-
-
 class ProgressLog:
   """A progress line (step, rate, ETA, loss, throughput) every `every` steps and at the end."""
 
-  def __init__(self, meter: progress.Progress, summaries: TrainSummaries, *, every: int,
-               train_steps: int):
-    self._meter, self._summaries = meter, summaries
-    self._every, self._train_steps = every, train_steps
+  def __init__(self, meter: progress.Progress, *, every: int, train_steps: int):
+    self._meter, self._every, self._train_steps = meter, every, train_steps
 
   def __call__(self, chunk: Chunk):
     if not (chunk.crossed(self._every) or chunk.after >= self._train_steps
             or chunk.out_of_data):
       return
-    examples_per_second, audio_per_second = self._summaries.throughput(chunk)
     skipped = int(chunk.metrics["skipped_in_call"])
     skips = f"{skipped} of {chunk.ran} steps skipped (non-finite), " if skipped else ""
     self._meter.update(chunk.after, (
         f"loss {float(chunk.metrics['loss']):.4f}, {skips}"
         f"grad norm {float(chunk.metrics['grad_norm']):.3g}, "
-        f"{examples_per_second:.1f} examples/s, {audio_per_second:.1f} audio-s/s"), force=True)
+        f"{chunk.examples_per_second:.1f} examples/s, "
+        f"{chunk.audio_seconds_per_second:.1f} audio-s/s"), force=True)
 
 
 def every(steps: int, fn: Callable[[int], object]) -> Callable[[Chunk], None]:

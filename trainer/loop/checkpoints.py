@@ -79,8 +79,15 @@ def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int
 
 
 def save(checkpoints: tf.train.CheckpointManager, step: int) -> str:
-  """Saves checkpoint `step`; on a write failure removes its partial files and raises
-  CheckpointError naming the directory and the cause."""
+  """Saves checkpoint `step` unless the newest one already is step `step` (the same
+  weights: the step counts every attempted step); returns its path.
+
+  On a write failure it removes the partial files and raises CheckpointError
+  naming the directory and the cause.
+  """
+  latest = checkpoints.latest_checkpoint
+  if latest is not None and latest.endswith(f"-{step}"):
+    return latest
   try:
     return checkpoints.save(checkpoint_number=step)
   except (tf.errors.OpError, OSError) as e:

@@ -8,9 +8,12 @@ from typing import Callable, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from common import checks
 from common import progress
 from trainer.loop import actions
 from trainer.loop import checkpoints
+from trainer.loop import periodic_eval
+from trainer.loop import summaries
 
 
 class Outcome(str, enum.Enum):
@@ -34,6 +37,12 @@ class LoopConfig:
   audio_seconds_per_example: float
   profile_steps: Optional[Tuple[int, int]] = None
 
+  def __post_init__(self):
+    for name in ("train_steps", "steps_per_loop", "log_every", "checkpoint_every",
+                 "max_skipped_steps", "examples_per_step"):
+      checks.at_least(name, getattr(self, name), 1)
+    checks.at_least("eval_every", self.eval_every, 0)
+
 
 class Controller:
   """Owns the outer loop around a `trainer.step.TrainStep`-like callable.
@@ -45,14 +54,15 @@ class Controller:
     manager: the tf.train.CheckpointManager to save with (already restored).
     config: the schedule.
     summary_dir: where train summaries and profiles go.
-    evaluate: `evaluate(step)`, with a `last_step` attribute (evaluation.PeriodicEval).
+    evaluate: the periodic eval (`evaluate(step)`; it remembers `last_step`).
     agree: turns this worker's stop request into the cluster's decision
       (`actions.stop_agreement`); a lone worker decides alone.
     log: where progress lines go.
   """
 
   def __init__(self, train_step, iterator, manager: tf.train.CheckpointManager,
-               config: LoopConfig, *, summary_dir: str, evaluate: Optional[Callable] = None,
+               config: LoopConfig, *, summary_dir: str,
+               evaluate: Optional[periodic_eval.PeriodicEval] = None,
                agree: Callable[[bool], bool] = lambda stop_here: stop_here,
                log: Callable[[str], None] = logging.info):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
@@ -67,18 +77,12 @@ class Controller:
 
   def _actions(self, writer):
     config = self._config
-    summaries = actions.TrainSummaries(
-        writer, examples_per_step=config.examples_per_step,
-        audio_seconds_per_example=config.audio_seconds_per_example)
     meter = progress.Progress("train", config.train_steps, "steps", log=self._log)
     meter.restart(self.step)
     chunk_actions = [
-        actions.SkipGuard(config.max_skipped_steps,
-                          int(self._train_step.loss_scale.skipped_steps.numpy()),
-                          lambda: self._manager.latest_checkpoint),
-        summaries,
-        actions.ProgressLog(meter, summaries, every=config.log_every,
-                            train_steps=config.train_steps),
+        actions.SkipGuard(config.max_skipped_steps, lambda: self._manager.latest_checkpoint),
+        summaries.TrainSummaries(writer),
+        actions.ProgressLog(meter, every=config.log_every, train_steps=config.train_steps),
         actions.every(config.checkpoint_every,
                       lambda step: checkpoints.save(self._manager, step)),
     ]
@@ -94,7 +98,8 @@ class Controller:
       metrics = {k: v.numpy() for k, v in self._train_step(self._iterator, size).items()}
     chunk = actions.Chunk(before=step, after=int(metrics["global_step"]), asked=size,
                           ran=int(metrics["steps"]), seconds=time.perf_counter() - start,
-                          metrics=metrics)
+                          metrics=metrics, examples_per_step=self._config.examples_per_step,
+                          audio_seconds_per_example=self._config.audio_seconds_per_example)
     if chunk.out_of_data:
       self._log(f"The training data ran out at step {chunk.after}, before train_steps="
                 f"{self._config.train_steps}.")
@@ -145,7 +150,7 @@ class Controller:
     the final weights unless that step was just evaluated."""
     outcome = self.train()
     if (outcome == Outcome.COMPLETED and self._evaluate is not None
-        and getattr(self._evaluate, "last_step", None) != self.step):
+        and self._evaluate.last_step != self.step):
       self._evaluate(self.step)
     return outcome
 

@@ -1,6 +1,6 @@
 """A spectral-mask waveform denoiser as a tf.Module: STFT -> dilated conv stack -> bounded mask -> inverse STFT.
 
-Waveform in, waveform out, like the U-Net in trainer.denoiser, but the
+Waveform in, waveform out, like the U-Net in trainer.models.unet, but the
 network only estimates a gain per time-frequency bin from log-magnitude
 features (normalised per example, so the model is level-invariant) and the
 noisy STFT's phase is kept. Such a model learns to suppress stationary and
@@ -12,8 +12,9 @@ float32, the convolutions in the input's dtype (bfloat16 under mixed precision).
 
 import tensorflow as tf
 
-import ops
-from trainer.models import unet
+from common import checks
+from ops import spectral
+from trainer.models import layers
 
 WINDOW_SECONDS, HOP_SECONDS = 0.032, 0.008
 FLOOR = 1e-4  # lower bound of the mask (-80 dB): keeps a trace of every bin
@@ -25,11 +26,11 @@ class ResidualBlock(tf.Module):
   def __init__(self, channels: int, kernel_size: int, dilation: int, *, causal: bool,
                seed, name=None):
     super().__init__(name=name)
-    self.conv = unet.Conv1D(channels, 2 * channels, kernel_size, dilation=dilation,
-                                causal=causal, seed=seed)
+    self.conv = layers.Conv1D(channels, 2 * channels, kernel_size, dilation=dilation,
+                              causal=causal, seed=seed)
 
   def __call__(self, x):
-    return x + unet.glu(self.conv(x))
+    return x + layers.glu(self.conv(x))
 
 
 class MaskDenoiser(tf.Module):
@@ -49,19 +50,21 @@ class MaskDenoiser(tf.Module):
                kernel_size: int = 3, causal: bool = False, seed: int = 0,
                name: str = "mask_denoiser"):
     super().__init__(name=name)
-    if depth < 1 or hidden < 1 or kernel_size < 1:
-      raise ValueError("MaskDenoiser needs depth, hidden and kernel_size >= 1; got "
-                       f"depth={depth}, hidden={hidden}, kernel_size={kernel_size}.")
+    for argument, value in (("hidden", hidden), ("depth", depth),
+                            ("kernel_size", kernel_size)):
+      checks.at_least(argument, value, 1)
     self.window = max(16, int(round(WINDOW_SECONDS * sample_rate)))
     self.hop = max(4, int(round(HOP_SECONDS * sample_rate)))
-    self.fft_length = ops.fft_length(self.window)
+    self.fft_length = spectral.fft_length(self.window)
     self.causal = causal
+    # Future input samples each output sample depends on: its frames reach this far ahead.
+    self.lookahead = self.window - 1 if causal else None
     bins = self.fft_length // 2 + 1
     with self.name_scope:
-      self.project_in = unet.Conv1D(bins, hidden, 1, seed=(seed, 1))
+      self.project_in = layers.Conv1D(bins, hidden, 1, seed=(seed, 1))
       self.blocks = [ResidualBlock(hidden, kernel_size, 2**i, causal=causal,
                                    seed=(seed, 10 + 2 * i)) for i in range(depth)]
-      self.project_out = unet.Conv1D(hidden, bins, 1, seed=(seed, 3))
+      self.project_out = layers.Conv1D(hidden, bins, 1, seed=(seed, 3))
 
   def __call__(self, noisy):
     dtype = noisy.dtype

@@ -1,117 +1,132 @@
-"""From validated configs to a runnable job: strategy, data, step, checkpoint, evaluator (one frozen Job), then its controller."""
+"""From validated configs to a runnable job: strategy, model card, step, data, evaluator (one frozen Job), then its controller.
+
+Everything that can be refused is built before the synthetic corpus is
+generated (minutes on first use), so a bad flag stops the program at once.
+"""
 
 import dataclasses
-import json
 import os
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
 
-from common import files
+from common import checks
 from input import pipeline
 from input import records
 from input import synthetic
 import ops
+from trainer import loss_scale as loss_scale_lib
+from trainer import optim
+from trainer import step as step_lib
+from trainer.evaluation import evaluator as evaluator_lib
+from trainer.evaluation import losses
 from trainer.loop import actions
 from trainer.loop import checkpoints
 from trainer.loop import controller as controller_lib
-from trainer.evaluation import evaluator
-from trainer import export
-from trainer import loss_scale as loss_scale_lib
-from trainer.evaluation import losses
-from trainer import optim
-from trainer import step as step_lib
+from trainer.loop import periodic_eval
+from trainer.models import card as card_lib
 from trainer.program import strategy as strategy_lib
+
+Manifests = Tuple[records.Manifest, Optional[records.Manifest]]  # (train, eval or None)
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """Everything a run needs; building it writes nothing."""
+  """Everything a run needs; building it writes nothing but the synthetic corpus."""
   configs: object  # trainer.main.Configs
   strategy: tf.distribute.Strategy
   workers: int
   out_dir: str  # this worker's model_dir (the chief's is model_dir itself)
-  description: dict  # what config.json holds
+  card: card_lib.ModelCard  # what config.json holds
   train_manifest: records.Manifest
   eval_manifest: Optional[records.Manifest]
   train_step: step_lib.TrainStep
   checkpoint: tf.train.Checkpoint
-  evaluator: Optional[evaluator.Evaluator]
+  evaluator: Optional[evaluator_lib.Evaluator]
   train_dataset_fn: Callable[[int], pipeline.DatasetFn]  # skip_steps -> dataset_fn
-  audio_seconds_per_example: float
+  loop: controller_lib.LoopConfig
 
 
 def build(configs) -> Job:
-  """Builds the job `configs` (a trainer.main.Configs) describe; raises ValueError naming the
-  problem if the pieces do not fit (batch vs replicas, model vs model_dir, crop vs data)."""
+  """Builds the job `configs` (a trainer.main.Configs) describe.
+
+  Raises:
+    ArgumentError: a value a library refuses (the flag of the same name).
+    ValueError: the pieces do not fit (no data, model vs model_dir).
+  """
   run, data = configs.run, configs.data
+  real = real_manifests(data)
   strategy = strategy_lib.make(run.strategy, num_gpus=run.num_gpus,
                                cpu_replicas=run.cpu_replicas)
-  replicas = strategy.num_replicas_in_sync
-  if run.global_batch_size % replicas:
-    raise ValueError(f"--global_batch_size={run.global_batch_size} is not divisible by "
-                     f"the {replicas} replicas; use a multiple of {replicas}.")
   task_type, task_id, chief = strategy_lib.worker(strategy)
-  workers = replicas // len(strategy.extended.worker_devices)
+  workers = strategy.num_replicas_in_sync // len(strategy.extended.worker_devices)
   out_dir = strategy_lib.output_dir(run.model_dir, strategy)
-  train_manifest, eval_manifest = manifests(configs, create=chief)
-  description = model_description(configs, train_manifest.sample_rate)
-  check_description(out_dir, description)
+  sample_rate = real[0].sample_rate if real else data.sample_rate
+  card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
+  card.check(out_dir)
+  train_step, loss_fn, host_reverb = build_train_step(configs, strategy, card)
+  segment_seconds = (real[0].segment_samples / sample_rate if real else
+                     data.synthetic_seconds)
+  loop = loop_config(configs, data.crop_seconds or segment_seconds)
+  train_manifest, eval_manifest = real or synthetic_manifests(configs, create=chief)
+  train_dataset_fn = _train_input(configs, train_manifest, host_reverb)
+  train_dataset_fn(0)  # checks the crop against the data and the service address
   logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training examples (%.2f h) "
                "at %d Hz.", task_type, task_id, workers, " (chief)" if chief else "",
-               replicas, strategy.extended.worker_devices, train_manifest.num_examples,
-               train_manifest.total_hours, train_manifest.sample_rate)
-  train_step, loss_fn, reverb = build_train_step(configs, strategy, description,
-                                                 train_manifest.sample_rate)
+               strategy.num_replicas_in_sync, strategy.extended.worker_devices,
+               train_manifest.num_examples, train_manifest.total_hours, sample_rate)
   return Job(
-      configs=configs, strategy=strategy, workers=workers, out_dir=out_dir,
-      description=description, train_manifest=train_manifest, eval_manifest=eval_manifest,
-      train_step=train_step,
+      configs=configs, strategy=strategy, workers=workers, out_dir=out_dir, card=card,
+      train_manifest=train_manifest, eval_manifest=eval_manifest, train_step=train_step,
       checkpoint=tf.train.Checkpoint(model=train_step.model, optimizer=train_step.optimizer,
                                      loss_scale=train_step.loss_scale,
                                      global_step=train_step.global_step),
       evaluator=_evaluator(configs, strategy, train_step.model, loss_fn, eval_manifest),
-      train_dataset_fn=_train_input(configs, train_manifest,
-                                    reverb if data.reverb == "host" else None),
-      audio_seconds_per_example=(data.crop_seconds or train_manifest.segment_samples
-                                 / train_manifest.sample_rate))
+      train_dataset_fn=train_dataset_fn, loop=loop)
 
 
 def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
   """Restores the newest intact checkpoint and returns the job's controller; with `train`,
-  also starts the training input and records the model in config.json."""
+  also starts the training input and records the model card in config.json.
+
+  Raises:
+    ValueError: not training, and there is no checkpoint to evaluate.
+  """
   run, data = job.configs.run, job.configs.data
   manager = checkpoints.manager(job.checkpoint, run.model_dir, save_dir=job.out_dir,
                                 max_to_keep=run.keep_checkpoints)
+  if not train and manager.latest_checkpoint is None:
+    raise ValueError(f"--mode={run.mode} needs a trained model, but {run.model_dir} holds no "
+                     "checkpoint: train first (--mode=train), or pass the --model_dir of a "
+                     "trained run.")
   evaluate = None
   if job.evaluator is not None:
-    evaluate = evaluator.PeriodicEval(job.evaluator, out_dir=job.out_dir,
-                                       sample_rate=job.eval_manifest.sample_rate,
-                                       clips=run.eval_clips)
+    evaluate = periodic_eval.PeriodicEval(job.evaluator, out_dir=job.out_dir,
+                                          sample_rate=job.eval_manifest.sample_rate,
+                                          clips=run.eval_clips)
   iterator = None
   if train:
     start = int(job.train_step.global_step.numpy())
     iterator = iter(pipeline.distribute(job.strategy, job.train_dataset_fn(start),
                                         per_replica_buffer=data.per_replica_buffer))
-    write_description(job.out_dir, job.description)  # only now: the run starts
+    job.card.write(job.out_dir)  # only now: the run starts
   return controller_lib.Controller(
-      job.train_step, iterator, manager, loop_config(job), evaluate=evaluate,
+      job.train_step, iterator, manager, job.loop, evaluate=evaluate,
       summary_dir=os.path.join(job.out_dir, "train"),
       agree=actions.stop_agreement(job.strategy) if job.workers > 1
       else lambda stop_here: stop_here)
 
 
-def loop_config(job: Job) -> controller_lib.LoopConfig:
-  run = job.configs.run
+def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.LoopConfig:
+  run = configs.run
   return controller_lib.LoopConfig(
       train_steps=run.train_steps, steps_per_loop=run.steps_per_loop,
       log_every=run.log_every, checkpoint_every=run.checkpoint_every,
       eval_every=run.eval_every, max_skipped_steps=run.max_skipped_steps,
       examples_per_step=run.global_batch_size,
-      audio_seconds_per_example=job.audio_seconds_per_example,
-      profile_steps=run.profile_steps)
+      audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps)
 
 
 def synthetic_dir(configs) -> str:
@@ -124,22 +139,32 @@ def synthetic_dir(configs) -> str:
       f"{data.synthetic_examples}")
 
 
-def manifests(configs, *, create: bool = True):
-  """`(train, eval or None)` manifests, generating the synthetic corpus on first use.
+def real_manifests(data) -> Optional[Manifests]:
+  """The prepared splits in --data_dir, or None for the synthetic corpus."""
+  if data.data_dir is None:
+    if not data.synthetic:
+      raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
+                       "on the generated corpus.")
+    return None
+  if not tf.io.gfile.isdir(data.data_dir):
+    raise ValueError(f"--data_dir={data.data_dir} does not exist. Prepare data with "
+                     "python -m input.prepare, or drop --data_dir to use the synthetic corpus.")
+  train = records.read_manifest(data.data_dir, data.train_split)
+  if data.eval_split and tf.io.gfile.exists(records.manifest_path(data.data_dir,
+                                                                  data.eval_split)):
+    return train, records.read_manifest(data.data_dir, data.eval_split)
+  if data.eval_split:
+    logging.warning("No %s split in %s: training without evaluation.", data.eval_split,
+                    data.data_dir)
+  return train, None
+
+
+def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
+  """The synthetic corpus's splits, generated on first use.
 
   Only one process may generate it (`create`); the others wait for it.
   """
   data, seed = configs.data, configs.run.seed
-  if data.data_dir is not None:
-    train = records.read_manifest(data.data_dir, data.train_split)
-    evaluation_split = None
-    if data.eval_split and tf.io.gfile.exists(records.manifest_path(data.data_dir,
-                                                                    data.eval_split)):
-      evaluation_split = records.read_manifest(data.data_dir, data.eval_split)
-    elif data.eval_split:
-      logging.warning("No %s split in %s: training without evaluator.", data.eval_split,
-                      data.data_dir)
-    return train, evaluation_split
   directory = synthetic_dir(configs)
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
   if not create:
@@ -162,67 +187,59 @@ def _wait_for(path: str, timeout_seconds: float = 1800.0):
     time.sleep(1.0)
 
 
-def model_description(configs, sample_rate: int) -> dict:
-  """What export and denoise need to rebuild the model; stored as model_dir/config.json."""
-  return dict(architecture=configs.model.architecture, model=configs.model.model_kwargs(),
-              sample_rate=sample_rate, seed=configs.run.seed)
+def _schedule(configs) -> optim.Schedule:
+  opt = configs.optimization
+  if opt.schedule == "constant":
+    return optim.constant(opt.learning_rate)
+  with checks.renamed(peak="learning_rate", total_steps="train_steps",
+                      final_fraction="final_lr_fraction"):
+    return optim.warmup_cosine(opt.learning_rate, warmup_steps=opt.warmup_steps,
+                               total_steps=configs.run.train_steps,
+                               final_fraction=opt.final_lr_fraction)
 
 
-def check_description(model_dir: str, description: dict):
-  """Raises if `model_dir` holds a model other than the one `description` describes."""
-  path = os.path.join(model_dir, export.CONFIG_FILE)
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      stored = json.load(f)
-    if stored != description:
-      raise ValueError(f"{model_dir} holds a model trained with {stored}, but the flags "
-                       f"describe {description}. Use the same model flags, or a new "
-                       "--model_dir.")
+def _augmentations(data, sample_rate: int):
+  """`(on the device or None, host reverb or None)`."""
+  with checks.renamed(proba="reverb_proba", keep_clean="reverb_keep_clean"):
+    reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
+                         keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
+  with checks.renamed(proba="remix_proba"):
+    remix = ops.Remix(proba=data.remix_proba)
+  on_device = [remix] if remix.proba > 0 else []
+  on_device += [reverb] if data.reverb == "device" else []
+  return (ops.chain(*on_device) if on_device else None,
+          reverb if data.reverb == "host" else None)
 
 
-def write_description(model_dir: str, description: dict):
-  """Records the model for export and denoise, once the run is known to start."""
-  path = os.path.join(model_dir, export.CONFIG_FILE)
-  if not tf.io.gfile.exists(path):
-    files.write_json(path, description)
-
-
-def build_train_step(configs, strategy, description: dict, sample_rate: int):
-  """Model, AdamW, loss scale, reverb and loss under `strategy`; returns
-  `(train_step, loss_fn, reverb or None)`."""
-  run, data, opt = configs.run, configs.data, configs.optimization
-  schedule = (optim.constant(opt.learning_rate) if opt.schedule == "constant" else
-              optim.warmup_cosine(opt.learning_rate, warmup_steps=opt.warmup_steps,
-                                  total_steps=run.train_steps,
-                                  final_fraction=opt.final_lr_fraction))
+def build_train_step(configs, strategy, card: card_lib.ModelCard):
+  """Model, AdamW, loss scale, augmentations and loss under `strategy`; returns
+  `(train_step, loss_fn, host reverb or None)`."""
+  run, opt = configs.run, configs.optimization
   with strategy.scope():
-    model = export.build_model(description)
-    optimizer = optim.AdamW(schedule, beta_1=opt.beta_1, beta_2=opt.beta_2,
+    model = card.build()
+    optimizer = optim.AdamW(_schedule(configs), beta_1=opt.beta_1, beta_2=opt.beta_2,
                             weight_decay=opt.weight_decay)
     loss_scale = loss_scale_lib.for_precision(
         opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
         growth_interval=opt.loss_scale_growth_interval)
-  reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
-                       keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
-  on_device = [ops.Remix(proba=data.remix_proba)] if data.remix_proba > 0 else []
-  on_device += [reverb] if data.reverb == "device" else []
-  loss_fn = losses.DenoiseLoss(sample_rate, stft_weight=configs.model.stft_weight,
-                                waveform=configs.model.waveform_loss)
+  on_device, host_reverb = _augmentations(configs.data, card.sample_rate)
+  loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
+                               waveform_loss=configs.model.waveform_loss)
   train_step = step_lib.make_train_step(
       model, loss_fn, optimizer, strategy, global_batch_size=run.global_batch_size,
-      loss_scale=loss_scale, precision=opt.precision,
-      augment=ops.chain(*on_device) if on_device else None, clip_norm=opt.clip_norm,
-      steps_per_loop=run.steps_per_loop,
+      loss_scale=loss_scale, precision=opt.precision, augment=on_device,
+      clip_norm=opt.clip_norm, steps_per_loop=run.steps_per_loop,
       jit_compile=run.jit_compile == "on" or (
           run.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
       seed=run.seed)
-  return train_step, loss_fn, reverb
+  return train_step, loss_fn, host_reverb
 
 
-def _evaluator(configs, strategy, model, loss_fn, manifest) -> Optional[evaluator.Evaluator]:
+def _evaluator(configs, strategy, model, loss_fn,
+               manifest) -> Optional[evaluator_lib.Evaluator]:
   if manifest is None:
     return None
-  return evaluator.Evaluator(
+  return evaluator_lib.Evaluator(
       strategy, model, loss_fn,
       pipeline.distribute(strategy, pipeline.make_eval_dataset_fn(
           manifest, global_batch_size=configs.run.global_batch_size)),
@@ -237,7 +254,7 @@ def _train_input(configs, manifest, host_reverb) -> Callable[[int], pipeline.Dat
 
   def dataset_fn(skip_steps: int = 0) -> pipeline.DatasetFn:
     return pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
-        global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds,
+        global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds or None,
         shuffle_buffer_mb=data.shuffle_buffer_mb, seed=run.seed, reverb=host_reverb,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
         deterministic=data.deterministic_input, skip_steps=skip_steps,

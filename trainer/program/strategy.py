@@ -8,17 +8,26 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
+from common import checks
+
 
 def check_devices(kind: str, *, num_gpus: Optional[int], cpu_replicas: int,
                   gpus_found: int) -> None:
-  """Raises ValueError when the requested devices do not exist here."""
+  """Raises ValueError when the requested devices do not exist here or cannot be honoured."""
+  checks.at_least("num_gpus", num_gpus, 0)
+  checks.at_least("cpu_replicas", cpu_replicas, 1)
+  if kind == "multi_worker_mirrored" and num_gpus is not None:
+    raise ValueError(
+        f"--num_gpus={num_gpus} cannot be honoured by --strategy=multi_worker_mirrored, "
+        "which takes every GPU each worker sees: drop --num_gpus and choose the GPUs with "
+        "CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 for two).")
   if num_gpus and num_gpus > gpus_found:
     raise ValueError(
         f"--num_gpus={num_gpus} but {gpus_found} GPU(s) were found on this machine. Pass "
         f"--num_gpus={gpus_found} to use what is here, or --num_gpus=0 --cpu_replicas=2 to "
         "try the configuration on logical CPU devices.")
-  if cpu_replicas > 1 and kind not in ("mirrored", "default"):
-    raise ValueError(f"--cpu_replicas={cpu_replicas} needs --strategy=mirrored (or default), "
+  if cpu_replicas > 1 and kind not in ("mirrored", "auto"):
+    raise ValueError(f"--cpu_replicas={cpu_replicas} needs --strategy=mirrored (or auto), "
                      f"not {kind}.")
   if kind == "one_device" and num_gpus and num_gpus > 1:
     raise ValueError(f"--strategy=one_device uses one device, but --num_gpus={num_gpus}; "
@@ -35,7 +44,11 @@ def split_cpu(replicas: int) -> None:
 
 def make(kind: str, *, num_gpus: Optional[int] = None,
          cpu_replicas: int = 1) -> tf.distribute.Strategy:
-  """The strategy: default | mirrored | one_device | multi_worker_mirrored (TF_CONFIG)."""
+  """The strategy: auto | mirrored | one_device | multi_worker_mirrored (TF_CONFIG).
+
+  auto mirrors over every GPU found (or `num_gpus` of them), or runs on the one
+  device there is; it is not TensorFlow's default strategy (`tf.distribute.get_strategy()`).
+  """
   gpus = tf.config.list_physical_devices("GPU")
   check_devices(kind, num_gpus=num_gpus, cpu_replicas=cpu_replicas, gpus_found=len(gpus))
   if kind == "multi_worker_mirrored":
@@ -49,7 +62,7 @@ def make(kind: str, *, num_gpus: Optional[int] = None,
     return tf.distribute.OneDeviceStrategy(devices[0])
   if kind == "mirrored" or len(devices) > 1:
     return tf.distribute.MirroredStrategy(devices)
-  logging.info("Default strategy on %s.", devices[0])
+  logging.info("One device: %s.", devices[0])
   return tf.distribute.OneDeviceStrategy(devices[0])
 
 

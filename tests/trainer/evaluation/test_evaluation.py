@@ -7,9 +7,10 @@ import numpy as np
 import tensorflow as tf
 
 from input import speech
-from trainer.evaluation import evaluator
+from trainer.evaluation import evaluator as evaluator_lib
 from trainer.evaluation import losses
 from trainer.evaluation import perceptual
+from trainer.loop import periodic_eval
 from tests import helpers
 
 RATE = 8000
@@ -40,7 +41,7 @@ class EvaluationTest(tf.test.TestCase):
         tf.data.Dataset.from_tensor_slices(cls.data).batch(4))
 
   def evaluator(self, examples):
-    return evaluator.Evaluator(self.strategy, lambda x: x, losses.l1, self.dataset,
+    return evaluator_lib.Evaluator(self.strategy, lambda x: x, losses.l1, self.dataset,
                                 sample_rate=RATE, perceptual_examples=examples)
 
   def test_identity_model_scores_the_noisy_input_exactly(self):
@@ -57,7 +58,7 @@ class EvaluationTest(tf.test.TestCase):
 
   def test_the_noisy_inputs_are_scored_once(self):
     evaluator = self.evaluator(4)
-    with mock.patch.object(evaluator.perceptual, "scores",
+    with mock.patch.object(evaluator_lib.perceptual, "scores",
                            wraps=perceptual.scores) as scores:
       first, _ = evaluator.evaluate()
       self.assertEqual(scores.call_count, 8)  # 4 noisy + 4 enhanced
@@ -65,15 +66,29 @@ class EvaluationTest(tf.test.TestCase):
       self.assertEqual(scores.call_count, 12)  # only the 4 enhanced again
     self.assertEqual(first["pesq_noisy"], second["pesq_noisy"])
 
+  def test_pesq_that_cannot_resample_is_reported_when_the_evaluator_is_made(self):
+    try:
+      with mock.patch.object(perceptual.audio, "tfio_problem", lambda: "NotFoundError: no ops"):
+        perceptual.missing.cache_clear()
+        evaluator = evaluator_lib.Evaluator(self.strategy, lambda x: x, losses.l1, self.dataset,
+                                            sample_rate=48000, perceptual_examples=4)
+        results, _ = evaluator.evaluate()  # at the first eval: SI-SDR, and no PESQ to fail
+    finally:
+      perceptual.missing.cache_clear()
+    self.assertIn("PESQ needs the 48000 Hz audio resampled to 16000 Hz, and tensorflow-io "
+                  "cannot load here (NotFoundError: no ops)", evaluator.perceptual_missing)
+    self.assertNotIn("pesq", results)
+    self.assertIn("si_sdr", results)
+
   def test_without_the_packages_eval_runs_and_says_what_is_missing(self):
     logged = []
     try:
       with mock.patch.dict(sys.modules, {"pesq": None, "pystoi": None}):
         perceptual.missing.cache_clear()
         evaluator = self.evaluator(4)
-        periodic = evaluator.PeriodicEval(evaluator, out_dir=self.create_tempdir().full_path,
-                                           sample_rate=RATE, clips=0)
-        with mock.patch.object(evaluator.logging, "info",
+        periodic = periodic_eval.PeriodicEval(evaluator, out_dir=self.create_tempdir().full_path,
+                                                sample_rate=RATE, clips=0)
+        with mock.patch.object(periodic_eval.logging, "info",
                                lambda *args: logged.append(args[0] % args[1:])):
           results = periodic(step=3)
     finally:

@@ -7,6 +7,7 @@ import textwrap
 
 import tensorflow as tf
 
+from tests import helpers
 from trainer.loop import checkpoints
 
 
@@ -93,7 +94,7 @@ class SaveTest(tf.test.TestCase):
     script = textwrap.dedent(f"""
         import resource, signal
         import tensorflow as tf
-        from trainer import checkpoints
+        from trainer.loop import checkpoints
         variable = tf.Variable(tf.zeros([100000]))
         manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=variable), {directory!r},
                                              max_to_keep=3)
@@ -107,8 +108,7 @@ class SaveTest(tf.test.TestCase):
           print(e)
         """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=300, check=True,
-                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+                            timeout=300, check=True, cwd=helpers.REPO, env=helpers.env())
     self.assertRegex(result.stdout, r"Could not write checkpoint 2 in .* \(File too large\): "
                      r"free space or make it writable; the last good one, .*ckpt-1, is intact")
     self.assertCountEqual(os.listdir(directory), [

@@ -4,6 +4,7 @@ import glob
 import os
 import types
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
@@ -13,13 +14,12 @@ from tests import helpers
 
 
 class ScriptedStep:
-  """Reports, chunk by chunk, how many of its steps were skipped (with a finite loss)."""
+  """Reports, chunk by chunk, its longest run of non-finite steps (with a finite loss)."""
 
-  def __init__(self, skips_per_chunk, *, skipped_at_start=0, batches=10**9):
+  def __init__(self, longest_streaks, *, batches=10**9):
     self.global_step = tf.Variable(0, dtype=tf.int64)
-    self.loss_scale = types.SimpleNamespace(
-        skipped_steps=tf.Variable(skipped_at_start, dtype=tf.int64))
-    self._skips = list(skips_per_chunk)
+    self.loss_scale = types.SimpleNamespace(skipped_steps=tf.Variable(0, dtype=tf.int64))
+    self._streaks = list(longest_streaks)
     self._batches = batches
 
   def __call__(self, iterator, num_steps):
@@ -27,9 +27,10 @@ class ScriptedStep:
     ran = min(num_steps, self._batches)
     self._batches -= ran
     self.global_step.assign_add(ran)
-    self.loss_scale.skipped_steps.assign_add(self._skips.pop(0))
+    streak = float(self._streaks.pop(0))
     return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
                 steps=tf.constant(float(ran)), skipped_in_call=tf.constant(0.0),
+                nonfinite_streak=tf.constant(streak), longest_nonfinite_streak=tf.constant(streak),
                 loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
                 learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
                 replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),
@@ -46,8 +47,9 @@ class Manager:
     self.saved.append(checkpoint_number)
 
 
-def config(train_steps=20, max_skipped_steps=4, **profile):
-  return controller.LoopConfig(train_steps=train_steps, steps_per_loop=5, log_every=100,
+def config(train_steps=20, max_skipped_steps=4, steps_per_loop=5, **profile):
+  return controller.LoopConfig(train_steps=train_steps, steps_per_loop=steps_per_loop,
+                               log_every=100,
                                checkpoint_every=100, eval_every=0,
                                max_skipped_steps=max_skipped_steps, examples_per_step=1,
                                audio_seconds_per_example=1.0, **profile)
@@ -72,18 +74,59 @@ class LoopTest(tf.test.TestCase):
     self.assertEqual(self.run_loop(step, manager), "end of data")
     self.assertEqual((int(step.global_step.numpy()), manager.saved), (10, [10]))
 
-  def test_skips_in_the_first_chunk_count(self):
-    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row up to step 5"):
+  def test_a_long_enough_streak_stops_training(self):
+    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row by step 5 "
+                                r"\(max_skipped_steps=4\); stopping. The last good checkpoint "
+                                "is ckpt-0"):
       self.run_loop(ScriptedStep([4, 0, 0, 0]))
 
-  def test_skips_restored_from_a_checkpoint_are_not_counted_again(self):
-    self.assertEqual(self.run_loop(ScriptedStep([0, 1, 0, 0], skipped_at_start=30)),
-                     "completed")
+  def test_a_finished_run_is_not_saved_again(self):
+    manager = Manager()
+    manager.latest_checkpoint = "ckpt-20"
+    step = ScriptedStep([0])
+    step.global_step.assign(20)
+    self.assertEqual(self.run_loop(step, manager), "completed")
+    self.assertEqual(manager.saved, [])
 
-  def test_fully_skipped_chunks_in_a_row_add_up(self):
-    with self.assertRaisesRegex(actions.NonFiniteLoss, "10 non-finite steps in a row up to "
-                                "step 15"):
-      self.run_loop(ScriptedStep([0, 5, 5, 0]), max_skipped_steps=8)
+
+def poisoned(steps, per_step=8, total_steps=40):
+  """The tiny data with NaN inputs at the given steps (each makes a non-finite step)."""
+  examples = helpers.data(per_step * total_steps)
+  for k in steps:
+    examples["noisy"][k * per_step:(k + 1) * per_step] = np.nan
+  return examples
+
+
+class SkipStreakTest(tf.test.TestCase):
+  """The guard counts non-finite steps in a row, step by step, across calls of a real step."""
+
+  def run_real(self, bad_steps, **kwargs):
+    strategy = tf.distribute.get_strategy()
+    _, train_step = helpers.build(strategy, jit_compile=False)
+    loop = controller.Controller(
+        train_step, helpers.iterator(strategy, poisoned(bad_steps), 8), Manager(),
+        config(**kwargs), summary_dir=self.create_tempdir().full_path, log=lambda _: None)
+    return loop.train(), train_step
+
+  def test_scattered_skips_in_one_chunk_are_not_a_streak(self):
+    outcome, train_step = self.run_real(range(0, 20, 2), train_steps=20, steps_per_loop=20,
+                                        max_skipped_steps=3)
+    self.assertEqual(outcome, "completed")
+    self.assertEqual(int(train_step.loss_scale.skipped_steps.numpy()), 10)
+
+  def test_a_streak_across_chunks_adds_up(self):
+    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row by step 20"):
+      self.run_real([8, 9, 10, 11], train_steps=30, steps_per_loop=10, max_skipped_steps=3)
+
+  def test_the_step_reports_the_streak_across_calls(self):
+    strategy = tf.distribute.get_strategy()
+    _, train_step = helpers.build(strategy, jit_compile=False, steps_per_loop=5)
+    iterator = helpers.iterator(strategy, poisoned([3, 4, 5, 6, 8]), 8)
+    first, second = train_step(iterator), train_step(iterator)
+    self.assertEqual((int(first["nonfinite_streak"]), int(first["longest_nonfinite_streak"])),
+                     (2, 2))
+    self.assertEqual((int(second["nonfinite_streak"]), int(second["longest_nonfinite_streak"])),
+                     (0, 4))
 
 
 def step_markers(logdir):

@@ -1,5 +1,6 @@
 """Every flagfile parses and validates; bad flag values get errors that name the flag."""
 
+import dataclasses
 import glob
 import os
 
@@ -8,9 +9,15 @@ from absl.testing import flagsaver
 from absl.testing import parameterized
 import tensorflow as tf
 
+from common import checks
 from tests import helpers
 from trainer import main  # defines every flag of the program
+from trainer.program import build
 from trainer.program import strategy
+from trainer.program.config import data as data_config
+from trainer.program.config import model as model_config
+from trainer.program.config import optimization as optimization_config
+from trainer.program.config import run as run_config
 
 REPO = helpers.REPO
 FLAGS = flags.FLAGS
@@ -59,39 +66,59 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_gpu_flagfile_needs_data(self):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
-      parse("--flagfile=flags/a100.flags")
+      build.real_manifests(parse("--flagfile=flags/a100.flags").data)
 
   def test_profile_steps_parse_to_a_window(self):
     self.assertEqual(parse("--profile_steps=100,110").run.profile_steps, (100, 110))
     self.assertIsNone(parse().run.profile_steps)
 
   def test_each_architecture_has_its_own_defaults_and_shape(self):
-    mask = parse()
-    self.assertEqual(mask.model.architecture, "mask")
-    self.assertEqual(mask.model.model_kwargs(),
-                     dict(hidden=128, depth=6, kernel_size=3, causal=False))
-    unet = parse("--architecture=unet")  # a kernel below --stride would be refused
-    self.assertEqual(unet.model.model_kwargs(),
+    arguments = lambda *argv: parse(*argv).model.model_card(  # pylint: disable=g-long-lambda
+        sample_rate=16000, seed=0).arguments
+    self.assertEqual(parse().model.architecture, "mask")
+    self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False))
+    self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused
                      dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,
                           max_hidden=10000, causal=False, attention_heads=4,
                           attention_layers=1))
-    self.assertEqual(parse("--architecture=unet", "--hidden=24").model.hidden, 24)
+    self.assertEqual(arguments("--architecture=unet", "--hidden=24")["hidden"], 24)
 
   @parameterized.parameters(
-      (["--architecture=unet", "--kernel_size=2"], "--kernel_size=2 must be >= --stride=4"),
+      (["--architecture=unet", "--kernel_size=2"], "--kernel_size=2 must be >= stride=4"),
       (["--architecture=unet", "--kernel_size=8", "--hidden=6", "--depth=1",
-        "--attention_heads=4"],
-       "not divisible by"),
-      (["--architecture=mask", "--depth=0"], "--depth must be >= 1"),
-      (["--warmup_steps=500", "--train_steps=100"], "--warmup_steps=500"),
-      (["--reverb_proba=2"], r"--reverb_proba must be in \[0, 1\]"),
-      (["--steps_per_loop=0"], "--steps_per_loop must be >= 1"),
+        "--attention_heads=4"], "--attention_heads=4 must divide the bottleneck's 6 channels"),
+      (["--architecture=mask", "--depth=0"], "--depth=0 must be >= 1"),
+      (["--stride=4"], "--stride=4 is not an argument of the mask model"),
+      (["--warmup_steps=500", "--train_steps=100"], r"--warmup_steps=500 must be in \[0, 100\)"),
+      (["--reverb_proba=2"], r"--reverb_proba=2.0 must be in \[0, 1\]"),
+      (["--remix_proba=-1"], r"--remix_proba=-1.0 must be in \[0, 1\]"),
+      (["--beta_1=1.5"], r"--beta_1=1.5 must be in \[0, 1\)"),
+      (["--stft_weight=-1"], "--stft_weight=-1.0 must be >= 0"),
+      (["--steps_per_loop=0"], "--steps_per_loop=0 must be >= 1"),
+      (["--log_every=0"], "--log_every=0 must be >= 1"),
+      (["--keep_checkpoints=0"], "--keep_checkpoints=0 must be >= 1"),
+      (["--crop_seconds=2"], "--crop_seconds=2.0 is 16000 samples, but the segments in"),
       (["--profile_steps=10"], r"--profile_steps='10' must be START,END"),
       (["--profile_steps=10,5"], r"--profile_steps='10,5' needs 0 <= START < END"),
-      (["--data_service_timeout=0"], r"--data_service_timeout must be > 0"))
+      (["--data_service=localhost:5050"], "--data_service=localhost:5050 must look like "
+       "grpc://host:port"),
+      (["--data_service_timeout=0"], "--data_service_timeout=0.0 must be a positive number"))
   def test_bad_values_name_the_flag(self, argv, error):
-    with self.assertRaisesRegex(ValueError, error):
-      parse("--flagfile=flags/cpu.flags", *argv)
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
+    with self.assertRaises(checks.ArgumentError) as refused:
+      build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
+                        "--eval_split=", *argv))
+    self.assertRegex(refused.exception.flag(), "^" + error)
+
+  def test_every_field_is_one_flag(self):
+    for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,
+                   optimization_config.OptimizationConfig):
+      for field in dataclasses.fields(config):
+        self.assertIn(field.name, FLAGS)
+        self.assertTrue(FLAGS[field.name].help.endswith(field.metadata["help"]))
+        if field.metadata["parse"] is None:
+          self.assertEqual(FLAGS[field.name].default, field.default)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+"""The periodic eval action: evaluate, then TensorBoard summaries, eval_results.json and a log line."""
+
+import os
+from typing import Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from common import files
+from trainer.evaluation import evaluator as evaluator_lib
+from trainer.loop import summaries
+
+
+class PeriodicEval:
+  """`evaluate(step)` for the training loop: runs the Evaluator, writes TensorBoard
+  summaries, `out_dir/eval_results.json` and a log line; remembers `last_step`."""
+
+  def __init__(self, evaluator: evaluator_lib.Evaluator, *, out_dir: str, sample_rate: int, clips: int):
+    self._evaluator, self._out_dir = evaluator, out_dir
+    self._sample_rate, self._clips = sample_rate, clips
+    self._writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
+    self.last_step = None
+
+  def __call__(self, step: int) -> Dict[str, float]:
+    results, clips = self._evaluator.evaluate(clips=self._clips)
+    summaries.write_eval(self._writer, step, results, clips, self._sample_rate)
+    files.write_json(os.path.join(self._out_dir, "eval_results.json"),
+                     dict({k: float(v) for k, v in results.items()}, step=step))
+    logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
+                 "%.2f dB over %d examples%s", step, results["loss"], results["si_sdr"],
+                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"],
+                 _perceptual_text(results, self._evaluator.perceptual_missing))
+    self.last_step = step
+    return results
+
+
+def _perceptual_text(results: Dict[str, float], missing: Optional[str]) -> str:
+  if "pesq" not in results:
+    return f"; no PESQ/STOI: {missing}" if missing else ""
+  return (f"; PESQ {results['pesq']:.2f} (noisy {results['pesq_noisy']:.2f}), STOI "
+          f"{results['stoi']:.3f} (noisy {results['stoi_noisy']:.3f})")
