@@ -156,6 +156,14 @@ class ErrorTest(tf.test.TestCase):
                                r"--num_gpus=2 but 0 GPU\(s\) were found")
     self.assert_one_line_error(run_main("--nosynthetic"), r"No data: pass --data_dir")
 
+  def test_eval_of_an_untrained_model_dir_is_refused(self):
+    root = tempfile.mkdtemp()
+    result = run_main(*TINY, f"--synthetic_dir={root}/synthetic", f"--model_dir={root}/run",
+                      "--mode=eval")
+    self.assert_one_line_error(result, rf"^trainer.main: --mode=eval needs a trained model, "
+                               rf"but {root}/run holds no checkpoint: train first")
+    self.assertFalse(os.path.exists(f"{root}/run/eval"))
+
   def test_corrupt_shard_is_named(self):
     root = tempfile.mkdtemp()
     manifest = synthetic.write_corpus(f"{root}/data", num_examples=16, seconds=0.5,

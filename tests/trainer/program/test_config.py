@@ -68,6 +68,14 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
       build.real_manifests(parse("--flagfile=flags/a100.flags").data)
 
+  def test_num_gpus_is_refused_where_it_cannot_be_honoured(self):
+    with self.assertRaisesRegex(ValueError, "--num_gpus=2 cannot be honoured by "
+                                "--strategy=multi_worker_mirrored.*CUDA_VISIBLE_DEVICES"):
+      strategy.check_devices("multi_worker_mirrored", num_gpus=2, cpu_replicas=1,
+                             gpus_found=8)
+    strategy.check_devices("multi_worker_mirrored", num_gpus=None, cpu_replicas=1,
+                           gpus_found=8)
+
   def test_profile_steps_parse_to_a_window(self):
     self.assertEqual(parse("--profile_steps=100,110").run.profile_steps, (100, 110))
     self.assertIsNone(parse().run.profile_steps)
@@ -82,13 +90,13 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
                           max_hidden=10000, causal=False, attention_heads=4,
                           attention_layers=1))
     self.assertEqual(arguments("--architecture=unet", "--hidden=24")["hidden"], 24)
+    self.assertNotIn("stride", arguments("--stride=2"))  # a unet flag: the mask model ignores it
 
   @parameterized.parameters(
       (["--architecture=unet", "--kernel_size=2"], "--kernel_size=2 must be >= stride=4"),
       (["--architecture=unet", "--kernel_size=8", "--hidden=6", "--depth=1",
         "--attention_heads=4"], "--attention_heads=4 must divide the bottleneck's 6 channels"),
       (["--architecture=mask", "--depth=0"], "--depth=0 must be >= 1"),
-      (["--stride=4"], "--stride=4 is not an argument of the mask model"),
       (["--warmup_steps=500", "--train_steps=100"], r"--warmup_steps=500 must be in \[0, 100\)"),
       (["--reverb_proba=2"], r"--reverb_proba=2.0 must be in \[0, 1\]"),
       (["--remix_proba=-1"], r"--remix_proba=-1.0 must be in \[0, 1\]"),

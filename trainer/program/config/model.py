@@ -7,6 +7,8 @@ its constructor, through the model card), so the flags never repeat them.
 import dataclasses
 from typing import Optional
 
+from absl import logging
+
 from trainer.models import card
 from trainer.program import config as config_lib
 
@@ -49,13 +51,19 @@ class ModelConfig:
                             "speech levels) use about 0.01, or it drowns the L1 term.")
 
   def shape(self) -> dict:
-    """The shape arguments set by flags (the architecture's defaults fill the rest)."""
-    return {name: getattr(self, name) for name in _SHAPE_FLAGS
-            if getattr(self, name) is not None}
+    """The architecture's shape arguments set by flags (its defaults fill the rest); a
+    shape flag of the other architecture is ignored with a warning (so one set of small
+    overrides serves every flagfile)."""
+    taken = card.shape_arguments(self.architecture)
+    given = {name: getattr(self, name) for name in _SHAPE_FLAGS
+             if getattr(self, name) is not None}
+    for name in sorted(set(given) - set(taken)):
+      logging.warning("--%s is not an argument of the %s model: ignored.", name,
+                      self.architecture)
+    return {name: value for name, value in given.items() if name in taken}
 
   def model_card(self, *, sample_rate: int, seed: int) -> card.ModelCard:
-    """The model card these flags describe at `sample_rate` (raises ArgumentError for a
-    shape flag the architecture does not take)."""
+    """The model card these flags describe at `sample_rate`."""
     return card.ModelCard.create(self.architecture, sample_rate=sample_rate, seed=seed,
                                  **self.shape())
 
