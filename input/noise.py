@@ -83,13 +83,15 @@ def transients(rng: np.random.Generator, num_samples: int, sample_rate: int) -> 
 
 
 def babble(rng: np.random.Generator, num_samples: int, bank: np.ndarray) -> np.ndarray:
-  """3-8 talkers from `bank` (`[talkers, samples]` of speech), each at a random offset and level."""
+  """3-8 talkers from `bank` (`[talkers, samples]` of speech), each at a random offset and
+  level; a talker whose utterance is shorter than `num_samples` starts it again, so babble
+  lasts as long as the clip."""
   talkers = int(rng.integers(3, 9))
   out = np.zeros(num_samples)
   for row in rng.choice(len(bank), size=min(talkers, len(bank)), replace=False):
     start = int(rng.integers(0, max(1, bank.shape[1] - num_samples)))
-    piece = bank[row, start:start + num_samples]
-    out[:len(piece)] += unit_rms(piece) * 10 ** (rng.uniform(-6.0, 0.0) / 20)
+    piece = np.take(bank[row], np.arange(start, start + num_samples), mode="wrap")
+    out += unit_rms(piece) * 10 ** (rng.uniform(-6.0, 0.0) / 20)
   return unit_rms(out)
 
 

@@ -8,7 +8,7 @@ Run:
 import dataclasses
 import os
 import sys
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from absl import app
 from absl import flags
@@ -16,6 +16,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from common import progress
 from input import audio
 from input import records
@@ -53,17 +54,15 @@ def find_pairs(noisy_dir: str, clean_dir: str) -> List[Pair]:
 
 def segments(signal: np.ndarray, segment_samples: int, hop_samples: int,
              drop_last: bool) -> Iterator[np.ndarray]:
-  """Segments of `segment_samples` every `hop_samples`; the last one zero-padded unless dropped."""
-  start = 0
-  while True:
-    piece = signal[start:start + segment_samples]
-    if len(piece) == segment_samples:
-      yield piece
-    elif len(piece) and not drop_last:
-      yield np.pad(piece, (0, segment_samples - len(piece)))
-    if start + segment_samples >= len(signal):
-      return
-    start += hop_samples
+  """Segments of `segment_samples` every `hop_samples`, never padded with silence (digital
+  silence is not what the model meets in use): a short tail becomes one more segment that
+  ends where the signal ends, overlapping the one before, unless `drop_last`. A signal
+  shorter than one segment yields none."""
+  starts = list(range(0, len(signal) - segment_samples + 1, hop_samples))
+  if starts and not drop_last and starts[-1] + segment_samples < len(signal):
+    starts.append(len(signal) - segment_samples)
+  for start in starts:
+    yield signal[start:start + segment_samples]
 
 
 def load_pair(pair: Pair, sample_rate: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -87,11 +86,18 @@ def load_pair(pair: Pair, sample_rate: int) -> Tuple[np.ndarray, np.ndarray]:
 
 def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "train",
             sample_rate: int = 48000, segment_seconds: float = 10.0,
-            hop_seconds: float = 10.0, drop_last: bool = False, num_shards: int = 16,
-            compression: str = "none", overwrite: bool = False) -> records.Manifest:
-  """Writes the pairs under `noisy_dir`/`clean_dir` as a split; returns its manifest."""
-  if segment_seconds <= 0 or hop_seconds <= 0 or sample_rate <= 0:
-    raise ValueError("sample_rate, segment_seconds and hop_seconds must be positive.")
+            hop_seconds: Optional[float] = None, drop_last: bool = False,
+            num_shards: int = 16, compression: str = "none",
+            overwrite: bool = False) -> records.Manifest:
+  """Writes the pairs under `noisy_dir`/`clean_dir` as a split; returns its manifest.
+
+  Segments start every `hop_seconds` (default: `segment_seconds`, back to back);
+  files shorter than one segment are skipped with a warning.
+  """
+  hop_seconds = segment_seconds if hop_seconds is None else hop_seconds
+  for name, value in (("sample_rate", sample_rate), ("segment_seconds", segment_seconds),
+                      ("hop_seconds", hop_seconds)):
+    checks.positive(name, value)
   records.tfrecord_compression(compression)
   if audio.tfio_problem() is not None:
     logging.warning("tensorflow-io's ops cannot load (%s); reading 16-bit WAV at "
@@ -106,6 +112,9 @@ def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "tr
                            compression=compression, overwrite=overwrite) as writer:
     for done, pair in enumerate(pairs, 1):
       noisy, clean = load_pair(pair, sample_rate)
+      if len(clean) < segment:
+        logging.warning("%s: %.2f s, shorter than one %g s segment: skipped.",
+                        pair.relative_path, len(clean) / sample_rate, segment_seconds)
       for index, (noisy_piece, clean_piece) in enumerate(zip(
           segments(noisy, segment, hop, drop_last), segments(clean, segment, hop, drop_last))):
         (noisy_pcm, noisy_clipped), (clean_pcm, _) = (records.to_int16(noisy_piece),
@@ -129,6 +138,8 @@ def main(argv):
                        segment_seconds=FLAGS.segment_seconds, hop_seconds=FLAGS.hop_seconds,
                        drop_last=FLAGS.drop_last, num_shards=FLAGS.num_shards,
                        compression=FLAGS.compression, overwrite=FLAGS.overwrite)
+  except checks.ArgumentError as e:
+    sys.exit(f"input.prepare: {e.flag()}")
   except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
     sys.exit(f"input.prepare: {e}")
   print(f"Wrote {manifest.num_examples} segments ({manifest.total_hours:.3f} h) in "
@@ -143,9 +154,10 @@ if __name__ == "__main__":
   flags.DEFINE_string("split", "train", "Split name (file prefix).")
   flags.DEFINE_integer("sample_rate", 48000, "Target sample rate (resampled with tensorflow-io).")
   flags.DEFINE_float("segment_seconds", 10.0, "Length of each stored segment.")
-  flags.DEFINE_float("hop_seconds", 10.0, "Step between segment starts.")
-  flags.DEFINE_bool("drop_last", False, "Drop each file's short last segment instead of "
-                    "zero-padding it.")
+  flags.DEFINE_float("hop_seconds", None, "Step between segment starts (default: "
+                     "--segment_seconds, back to back).")
+  flags.DEFINE_bool("drop_last", False, "Drop each file's short tail instead of storing a "
+                    "last segment that ends at the file's end (overlapping the one before).")
   flags.DEFINE_integer("num_shards", 16, "TFRecord shards (>= the number of input pipelines).")
   flags.DEFINE_enum("compression", "none", sorted(records.COMPRESSIONS),
                     "TFRecord compression (none reads fastest; audio barely compresses).")

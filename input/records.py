@@ -4,6 +4,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
@@ -32,6 +33,13 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 def manifest_path(data_dir: str, split: str) -> str:
   return os.path.join(data_dir, f"{split}.manifest.json")
+
+
+def split_shards(data_dir: str, split: str) -> List[str]:
+  """The shard files of exactly `split` in `data_dir` (not of `split-other`, say)."""
+  pattern = re.compile(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.tfrecord")
+  return sorted(path for path in tf.io.gfile.glob(os.path.join(data_dir, f"{split}-*.tfrecord"))
+                if pattern.fullmatch(os.path.basename(path)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +208,7 @@ class ShardWriter:
     if num_shards < 1:
       raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
     tfrecord_compression(compression)
-    existing = tf.io.gfile.glob(os.path.join(output_dir, f"{split}-*-of-*.tfrecord"))
+    existing = split_shards(output_dir, split)
     if not overwrite and (existing or tf.io.gfile.exists(manifest_path(output_dir, split))):
       raise FileExistsError(f"{output_dir} already holds split {split!r} ({len(existing)} "
                             "shard(s)); nothing was changed. Pass overwrite (--overwrite) "
@@ -244,29 +252,49 @@ class ShardWriter:
     self._next += 1
 
   def close(self) -> Manifest:
-    """Renames the shards into place and writes the manifest; returns it."""
+    """Puts the shards and then the manifest in place; returns the manifest.
+
+    A split this replaces is moved aside first and removed only once the new
+    one is whole; if anything fails it is moved back, so the directory holds
+    either the old split or the new one, never a split without its manifest.
+    """
     if self._next == 0:
       self.abort()
       raise ValueError(f"No examples were written for split {self._split!r}.")
     with self._failing_writes_abort():
       for writer in self._writers:
         writer.close()  # flushes: a full disk may only show here
-    if tf.io.gfile.exists(manifest_path(self._dir, self._split)):  # replacing a split: no
-      tf.io.gfile.remove(manifest_path(self._dir, self._split))  # reader may pair old and new
-    for name in self._names:
-      tf.io.gfile.rename(self._tmp(name), os.path.join(self._dir, name), overwrite=True)
-    for stale in tf.io.gfile.glob(os.path.join(self._dir, f"{self._split}-*-of-*.tfrecord")):
-      if os.path.basename(stale) not in self._names:  # left by an earlier, larger run
-        tf.io.gfile.remove(stale)
-    manifest = Manifest(data_dir=self._dir, split=self._split, shards=tuple(self._names),
-                        examples_per_shard=tuple(self._counts),
-                        sample_rate=self._sample_rate,
-                        segment_samples=self._segment_samples,
-                        compression=self._compression,
-                        shard_bytes=tuple(tf.io.gfile.stat(os.path.join(self._dir, n)).length
-                                          for n in self._names))
-    files.write_text(manifest_path(self._dir, self._split), manifest.to_json())
+      manifest = Manifest(data_dir=self._dir, split=self._split, shards=tuple(self._names),
+                          examples_per_shard=tuple(self._counts),
+                          sample_rate=self._sample_rate,
+                          segment_samples=self._segment_samples,
+                          compression=self._compression,
+                          shard_bytes=tuple(tf.io.gfile.stat(self._tmp(n)).length
+                                            for n in self._names))
+      self._install(manifest)
     return manifest
+
+  def _install(self, manifest: Manifest):
+    """Old split aside, new shards and manifest in, old split removed; undone on failure."""
+    old = split_shards(self._dir, self._split) + [
+        path for path in [manifest_path(self._dir, self._split)] if tf.io.gfile.exists(path)]
+    undo = []  # (from, to) renames that put things back, newest first
+    try:
+      for path in old:
+        aside = os.path.join(self._dir, f".{os.path.basename(path)}.previous")
+        tf.io.gfile.rename(path, aside, overwrite=True)
+        undo.insert(0, (aside, path))
+      for name in self._names:
+        tf.io.gfile.rename(self._tmp(name), os.path.join(self._dir, name))
+        undo.insert(0, (os.path.join(self._dir, name), self._tmp(name)))
+      files.write_text(manifest_path(self._dir, self._split), manifest.to_json())
+    except (tf.errors.OpError, OSError):
+      for source, target in undo:
+        tf.io.gfile.rename(source, target, overwrite=True)
+      raise
+    for source, _ in undo:
+      if source.endswith(".previous"):
+        tf.io.gfile.remove(source)
 
   def abort(self):
     """Closes and deletes every temporary shard (a writer that cannot flush is dropped)."""

@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import noise
+from input import speech
 
 RATE = 16000
 
@@ -49,6 +50,12 @@ class NoiseTest(tf.test.TestCase):
     frames = x[:len(x) // 160 * 160].reshape(-1, 160)
     frame_rms = np.sqrt(np.mean(frames**2, axis=1))
     self.assertGreater(frame_rms.max() / np.median(frame_rms), 10)
+
+  def test_babble_lasts_longer_than_the_bank(self):
+    bank = np.stack([speech.utterance(np.random.default_rng(i), RATE, RATE) for i in range(4)])
+    babble = noise.babble(np.random.default_rng(2), 3 * RATE, bank)  # 3 s from 1 s talkers
+    thirds = [rms(part) for part in np.split(babble, 3)]
+    self.assertGreater(min(thirds), 0.5 * max(thirds))
 
   def test_babble_is_cut_from_the_bank(self):
     t = np.arange(RATE) / RATE

@@ -2,6 +2,7 @@
 
 import json
 import os
+from unittest import mock
 
 from absl.testing import parameterized
 import numpy as np
@@ -118,6 +119,35 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     manifest = helpers.indexed_split(data_dir, num_examples=8, num_shards=2, overwrite=True)
     self.assertEqual(sorted(os.listdir(data_dir)),
                      sorted(list(manifest.shards) + ["train.manifest.json"]))
+
+  def test_a_failed_replacement_leaves_the_old_split_whole(self):
+    data_dir = self.create_tempdir().full_path
+    first = helpers.indexed_split(data_dir, num_examples=8, num_shards=4)
+    before = {n: os.path.getsize(os.path.join(data_dir, n)) for n in os.listdir(data_dir)}
+    real_rename = tf.io.gfile.rename
+
+    def rename(source, target, overwrite=False):
+      if source.endswith("train-00001-of-00002.tfrecord.tmp"):  # the second new shard
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+      return real_rename(source, target, overwrite)
+
+    with mock.patch.object(records.tf.io.gfile, "rename", rename):
+      with self.assertRaisesRegex(OSError, "Could not write split 'train'.*No space left"):
+        helpers.indexed_split(data_dir, num_examples=4, num_shards=2, overwrite=True)
+    self.assertEqual({n: os.path.getsize(os.path.join(data_dir, n))
+                      for n in os.listdir(data_dir)}, before)
+    self.assertEqual(records.read_manifest(data_dir, "train"), first)
+    self.assertCountEqual(helpers.indices(records.pcm_to_float(read_all(first)["clean"])),
+                          range(8))
+
+  def test_splits_are_matched_by_their_exact_name(self):
+    data_dir = self.create_tempdir().full_path
+    longer = helpers.indexed_split(data_dir, num_examples=4, num_shards=2, split="train-clean")
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)  # "train" is a new split
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1, overwrite=True)
+    self.assertEqual(records.read_manifest(data_dir, "train-clean"), longer)
+    self.assertEqual(records.split_shards(data_dir, "train"),
+                     [os.path.join(data_dir, "train-00000-of-00001.tfrecord")])
 
   def test_manifest_fields_are_checked_against_the_records(self):
     data_dir = self.create_tempdir().full_path
