@@ -1,1 +1,1 @@
-"""Helpers every package shares: atomic file writes, progress lines."""
+"""Helpers every package shares: argument checks, atomic file writes, progress lines."""

@@ -1,4 +1,4 @@
-"""Accelerator-side audio augmentation ops (XLA-compilable TensorFlow)."""
+"""Accelerator-side audio ops (XLA-compilable TensorFlow): reverb, remix, stateless draws, spectral helpers."""
 
 from ops import spectral
 from ops import stateless

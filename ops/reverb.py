@@ -179,7 +179,7 @@ class RevEcho(tf.Module):
     """Draws per-example parameters from the stateless `seed` (shape [2]).
 
     The draws are identical eagerly, in tf.function and under XLA (see
-    `ops.random`), so a compiled step and a debugging run agree.
+    `ops.stateless`), so a compiled step and a debugging run agree.
     """
     max_echoes, _ = self.bounds(length)
     seeds = stateless.split(seed, 6)

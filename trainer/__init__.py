@@ -1,1 +1,1 @@
-"""Training: the explicit strategy.run step, loss scaling, AdamW, the program around them."""
+"""The training library: the distributed step, the optimizer and loss scale at its top; models, evaluation, the outer loop and the program in sub-packages; the export and denoise tools."""

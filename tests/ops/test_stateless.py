@@ -1,4 +1,4 @@
-"""Tests for ops.random: identical bits under XLA, sound statistics, independent streams."""
+"""Tests for ops.stateless: identical bits under XLA, sound statistics, independent streams."""
 
 import numpy as np
 import tensorflow as tf

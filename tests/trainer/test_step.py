@@ -176,6 +176,23 @@ class BatchContractTest(tf.test.TestCase):
       self.assertAllEqual(x, y)
 
 
+  def test_a_batch_of_unknown_size_is_checked_when_the_step_runs(self):
+    strategy = helpers.mirrored()
+    model, train = helpers.build(strategy, global_batch_size=8, jit_compile=False)
+    before = helpers.weights(model)
+
+    def batches(per_replica):  # no drop_remainder: the batch size is not static
+      return iter(strategy.distribute_datasets_from_function(
+          lambda _: tf.data.Dataset.from_tensor_slices(helpers.data()).batch(per_replica)))
+
+    with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"(?s)A replica.{1,2}s batch .* is "
+                                r"not global_batch_size=8 / 2 replicas"):
+      train(batches(8))
+    for x, y in zip(before, helpers.weights(model)):
+      self.assertAllEqual(x, y)
+    self.assertEqual(int(train(batches(4))["steps"]), 1)
+
+
 class LossScaleStepTest(tf.test.TestCase):
 
   def test_overflow_on_one_replica_skips_the_step_everywhere(self):

@@ -1,4 +1,4 @@
-"""Tests for trainer.evaluation on 2 replicas: exact weighted means, PESQ/STOI with and without the packages."""
+"""Tests for trainer.evaluation.evaluator on 2 replicas: exact weighted means, PESQ/STOI with and without the packages."""
 
 import sys
 from unittest import mock

@@ -1,4 +1,4 @@
-"""Tests for trainer.losses and trainer.metrics."""
+"""Tests for trainer.evaluation.losses and trainer.evaluation.metrics."""
 
 import numpy as np
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""Tests for trainer.perceptual: PESQ-WB and STOI against known values, and the missing-package path."""
+"""Tests for trainer.evaluation.perceptual: PESQ-WB and STOI against known values, and the missing-package path."""
 
 import sys
 from unittest import mock

@@ -1,4 +1,4 @@
-"""Tests for trainer.checkpoints: falling back past damaged checkpoints, and failed saves on real files."""
+"""Tests for trainer.loop.checkpoints: falling back past damaged checkpoints, and failed saves on real files."""
 
 import os
 import subprocess

@@ -1,5 +1,6 @@
-"""Tests for trainer.controller: skip counting and end of data with a scripted step, a real profile with step markers."""
+"""Tests for trainer.loop.controller: skip streaks and end of data with a scripted step, a real profile with step markers."""
 
+import dataclasses
 import glob
 import os
 import types
@@ -38,6 +39,7 @@ class ScriptedStep:
 
 
 class Manager:
+  """Records the checkpoint numbers saved, as tf.train.CheckpointManager names them."""
   latest_checkpoint = "ckpt-0"
 
   def __init__(self):
@@ -45,6 +47,7 @@ class Manager:
 
   def save(self, checkpoint_number):
     self.saved.append(checkpoint_number)
+    self.latest_checkpoint = f"ckpt-{checkpoint_number}"
 
 
 def config(train_steps=20, max_skipped_steps=4, steps_per_loop=5, **profile):
@@ -79,6 +82,15 @@ class LoopTest(tf.test.TestCase):
                                 r"\(max_skipped_steps=4\); stopping. The last good checkpoint "
                                 "is ckpt-0"):
       self.run_loop(ScriptedStep([4, 0, 0, 0]))
+
+  def test_the_final_checkpoint_is_saved_once(self):
+    manager = Manager()
+    loop = controller.Controller(
+        ScriptedStep([0] * 4), None, manager,
+        dataclasses.replace(config(), checkpoint_every=10),
+        summary_dir=self.create_tempdir().full_path, log=lambda _: None)
+    self.assertEqual(loop.train(), "completed")
+    self.assertEqual(manager.saved, [10, 20])
 
   def test_a_finished_run_is_not_saved_again(self):
     manager = Manager()

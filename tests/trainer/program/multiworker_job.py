@@ -1,6 +1,6 @@
 """A multi-worker job for tests: trains the tiny model on fixed per-replica batches, saves weights.
 
-Run under trainer.launch_local (MultiWorkerMirroredStrategy from TF_CONFIG), or
+Run under trainer.program.launch_local (MultiWorkerMirroredStrategy from TF_CONFIG), or
 with `--mirrored` in one process over 2 logical CPUs: replica r of step k
 always gets batch (k, r), so both must end with the same weights.
 """

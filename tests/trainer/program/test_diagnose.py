@@ -1,4 +1,4 @@
-"""Tests for trainer.diagnose: a slowed pipeline is called input-bound with the right fraction."""
+"""Tests for trainer.program.diagnose: a slowed pipeline is called input-bound with the right fraction."""
 
 import time
 

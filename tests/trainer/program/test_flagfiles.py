@@ -1,4 +1,4 @@
-"""Tests for trainer.flagfiles: the design card's `--flagfile=a100.flags` works verbatim."""
+"""Tests for trainer.program.flagfiles: the design card's `--flagfile=a100.flags` works verbatim."""
 
 import os
 import subprocess

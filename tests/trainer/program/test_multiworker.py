@@ -1,4 +1,4 @@
-"""Multi-worker tests: real worker processes on loopback ports (trainer.launch_local), cleaned up."""
+"""Multi-worker tests: real worker processes on loopback ports (trainer.program.launch_local), cleaned up."""
 
 import glob
 import json

@@ -1,0 +1,1 @@
+"""Losses, metrics (SI-SDR, PESQ, STOI) and the distributed evaluation pass."""

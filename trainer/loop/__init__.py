@@ -1,0 +1,1 @@
+"""The outer training loop: the controller, its actions, summaries and checkpoints."""

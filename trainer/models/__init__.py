@@ -1,0 +1,1 @@
+"""Denoiser models as plain tf.Modules (the U-Net, the spectral mask) and the model card that builds them."""
