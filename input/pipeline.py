@@ -157,7 +157,7 @@ def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
                       pipeline: int) -> tf.data.Dataset:
   """Shuffles serialized records, skips what a resumed run consumed, batches them and
   keys the batches (the key seeds each batch's crop and reverb draws): by their number,
-  or at random on a data service."""
+  or by the worker's clock on a data service."""
   buffer_examples = max(1, int(config.shuffle_buffer_mb * 2**20) // manifest.record_bytes)
   seed = None if config.data_service is not None else config.seed + pipeline
   # More than one epoch's share in the buffer only repeats examples in it.
@@ -169,9 +169,9 @@ def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
   batches = dataset.batch(batch, drop_remainder=True)
   if config.data_service is not None:
     # Every service worker runs this same graph: a batch number would give each worker's
-    # k-th batch the same crops and reverb. A random key, seeded afresh by each worker's
-    # iterator (seed=None), keeps the workers' draws apart.
-    return tf.data.Dataset.zip(tf.data.Dataset.random(seed=None), batches)
+    # k-th batch the same crops and reverb, and so would any seeded random op (a global
+    # seed fixes even seed=None ones). The clock, read per batch on the worker, does not.
+    return batches.map(lambda batch: (tf.bitcast(tf.timestamp(), tf.int64), batch))
   return batches.enumerate(start=skip_batches)
 
 

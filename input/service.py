@@ -20,7 +20,9 @@ Sharding (`--data_service_sharding`):
 
 import socket
 import sys
+import threading
 import time
+import uuid
 
 from absl import app
 from absl import flags
@@ -70,14 +72,58 @@ def wait_for_dispatcher(service: str, timeout_seconds: float = 60.0,
       time.sleep(poll_seconds)
 
 
+def wait_for_workers(service: str, timeout_seconds: float = 60.0, poll_seconds: float = 0.2):
+  """Returns once the service at `service` delivers an element of a one-element probe job.
+
+  A dispatcher without workers, or a port held by a program that is not a
+  dispatcher, would otherwise block the first training step forever with
+  nothing printed. The probe runs in a background thread, so the main thread
+  stays responsive to signals (SIGTERM ends the process while waiting).
+
+  Raises:
+    ConnectionError: nothing arrived within `timeout_seconds`, saying what may
+      be missing.
+  """
+  check_address(service)
+  outcome = {}
+
+  def fetch():
+    try:  # registering the probe already talks to the dispatcher, so it is in here too
+      probe = tf.data.Dataset.range(1).apply(tf.data.experimental.service.distribute(
+          processing_mode="parallel_epochs", service=service,
+          job_name=f"probe-{uuid.uuid4().hex}"))
+      outcome["element"] = next(iter(probe))
+    except Exception as e:  # pylint: disable=broad-except
+      outcome["error"] = e
+
+  logging.info("Waiting up to %g s for the tf.data service at %s to deliver data.",
+               timeout_seconds, service)
+  thread = threading.Thread(target=fetch, name="tf.data service probe", daemon=True)
+  thread.start()
+  deadline = time.monotonic() + timeout_seconds
+  while thread.is_alive() and time.monotonic() < deadline:
+    thread.join(poll_seconds)
+  if "element" in outcome:
+    return
+  host_port = service[len("grpc://"):]
+  cause = f" ({outcome['error']})" if "error" in outcome else ""
+  raise ConnectionError(
+      f"The tf.data service at {service} delivered nothing within {timeout_seconds:g} s"
+      f"{cause}: either the dispatcher has no workers (start them: python -m input.service "
+      f"worker --dispatcher={host_port} --port=P), or what listens there is not a tf.data "
+      "dispatcher (fix the address).")
+
+
 def distribute(dataset: tf.data.Dataset, *, service: str, sharding: str = "off",
                job_name: str = "denoise-train",
                connect_timeout_seconds: float = 60.0) -> tf.data.Dataset:
   """Runs `dataset` on the tf.data service at `service`; consumers of one job share it.
 
-  Raises ConnectionError if no dispatcher answers within `connect_timeout_seconds`.
+  Raises ConnectionError if no dispatcher answers, or its workers deliver
+  nothing, within `connect_timeout_seconds` each.
   """
   wait_for_dispatcher(service, connect_timeout_seconds)
+  wait_for_workers(service, connect_timeout_seconds)
   return dataset.apply(tf.data.experimental.service.distribute(
       processing_mode=sharding_policy(sharding), service=check_address(service),
       job_name=job_name))

@@ -46,6 +46,28 @@ class ServiceTest(tf.test.TestCase):
       service.wait_for_dispatcher(absent, timeout_seconds=1.5, poll_seconds=0.2)
     self.assertLess(time.monotonic() - start, 10)
 
+  def test_workers_deliver_the_probe(self):
+    service.wait_for_workers(self.dispatcher.target, timeout_seconds=30)
+
+  def test_a_dispatcher_without_workers_is_an_error_not_a_hang(self):
+    lonely = service.start_dispatcher()
+    start = time.monotonic()
+    with self.assertRaisesRegex(ConnectionError, rf"The tf.data service at {lonely.target} "
+                                r"delivered nothing within 2 s: either the dispatcher has no "
+                                r"workers \(start them: python -m input.service worker "):
+      service.wait_for_workers(lonely.target, timeout_seconds=2)
+    self.assertLess(time.monotonic() - start, 10)
+    lonely._stop()  # pylint: disable=protected-access
+
+  def test_a_port_held_by_another_program_is_an_error_not_a_hang(self):
+    with socket.socket() as other:  # accepts TCP connections, speaks no gRPC
+      other.bind(("localhost", 0))
+      other.listen(8)
+      address = f"grpc://localhost:{other.getsockname()[1]}"
+      service.wait_for_dispatcher(address, timeout_seconds=2)  # TCP alone cannot tell
+      with self.assertRaisesRegex(ConnectionError, "is not a tf.data dispatcher"):
+        service.wait_for_workers(address, timeout_seconds=2)
+
   def test_training_pipeline_runs_on_the_service(self):
     fn = pipeline.make_train_dataset_fn(self.manifest, pipeline.TrainInputConfig(
         global_batch_size=4, data_service=self.dispatcher.target))

@@ -205,6 +205,41 @@ class ErrorTest(tf.test.TestCase):
                                rf"grpc://localhost:{port} after 2 s \(Connection refused\): "
                                r"start one there")
 
+  def test_a_service_without_workers_is_an_error_and_sigterm_ends_the_wait(self):
+    root = tempfile.mkdtemp()
+    synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5, sample_rate=8000,
+                           num_shards=2)
+    with socket.socket() as probe:
+      probe.bind(("localhost", 0))
+      port = probe.getsockname()[1]
+    dispatcher = subprocess.Popen([sys.executable, "-m", "input.service", "dispatcher",
+                                   f"--port={port}"], cwd=REPO, env=helpers.env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+      self.assertIn("ready", dispatcher.stdout.readline())
+      flags = [*TINY, f"--data_dir={root}/data", f"--data_service=grpc://localhost:{port}"]
+      result = run_main(*flags, f"--model_dir={root}/run", "--data_service_timeout=3",
+                        timeout=300)
+      self.assert_one_line_error(result, rf"^trainer.main: The tf.data service at "
+                                 rf"grpc://localhost:{port} delivered nothing within 3 s: "
+                                 r"either the dispatcher has no workers")
+      self.assertFalse(os.path.exists(f"{root}/run/config.json"))
+      waiting = subprocess.Popen(command(*flags, f"--model_dir={root}/waiting",
+                                         "--data_service_timeout=600"), cwd=REPO,
+                                 stderr=subprocess.PIPE, text=True, env=helpers.env())
+      try:
+        for line in waiting.stderr:
+          if "Waiting up to 600 s for the tf.data service" in line:
+            break
+        waiting.send_signal(signal.SIGTERM)
+        self.assertEqual(waiting.wait(timeout=30), -signal.SIGTERM)
+      finally:
+        waiting.kill()
+      self.assertFalse(os.path.exists(f"{root}/waiting/config.json"))
+    finally:
+      dispatcher.kill()
+      dispatcher.wait()
+
   def test_truncated_shard_stops_before_training(self):
     root = tempfile.mkdtemp()
     manifest = synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5,

@@ -57,12 +57,13 @@ def build(configs) -> Job:
     ValueError: the pieces do not fit (no data, model vs model_dir).
   """
   run, data = configs.run, configs.data
-  real = real_manifests(data)
-  strategy = strategy_lib.make(run.strategy, num_gpus=run.num_gpus,
+  check_data_source(data)
+  strategy = strategy_lib.make(run.strategy, num_gpus=run.num_gpus,  # before any TF op
                                cpu_replicas=run.cpu_replicas)
   task_type, task_id, chief = strategy_lib.worker(strategy)
   workers = strategy.num_replicas_in_sync // len(strategy.extended.worker_devices)
   out_dir = strategy_lib.output_dir(run.model_dir, strategy)
+  real = real_manifests(data) if data.data_dir is not None else None
   sample_rate = real[0].sample_rate if real else data.sample_rate
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
   card.check(out_dir)
@@ -139,16 +140,18 @@ def synthetic_dir(configs) -> str:
       f"{data.synthetic_examples}")
 
 
-def real_manifests(data) -> Optional[Manifests]:
-  """The prepared splits in --data_dir, or None for the synthetic corpus."""
-  if data.data_dir is None:
-    if not data.synthetic:
-      raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
-                       "on the generated corpus.")
-    return None
-  if not tf.io.gfile.isdir(data.data_dir):
+def check_data_source(data):
+  """Raises ValueError unless there is data: --data_dir exists, or the synthetic corpus."""
+  if data.data_dir is None and not data.synthetic:
+    raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
+                     "on the generated corpus.")
+  if data.data_dir is not None and not tf.io.gfile.isdir(data.data_dir):
     raise ValueError(f"--data_dir={data.data_dir} does not exist. Prepare data with "
                      "python -m input.prepare, or drop --data_dir to use the synthetic corpus.")
+
+
+def real_manifests(data) -> Manifests:
+  """The prepared splits in --data_dir (the eval split if it is there)."""
   train = records.read_manifest(data.data_dir, data.train_split)
   if data.eval_split and tf.io.gfile.exists(records.manifest_path(data.data_dir,
                                                                   data.eval_split)):

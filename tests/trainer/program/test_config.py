@@ -66,7 +66,7 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_gpu_flagfile_needs_data(self):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
-      build.real_manifests(parse("--flagfile=flags/a100.flags").data)
+      build.check_data_source(parse("--flagfile=flags/a100.flags").data)
 
   def test_num_gpus_is_refused_where_it_cannot_be_honoured(self):
     with self.assertRaisesRegex(ValueError, "--num_gpus=2 cannot be honoured by "
