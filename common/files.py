@@ -1,16 +1,20 @@
 """Atomic writes (temporary name, renamed when complete, so no reader sees half a file) and file errors in plain words."""
 
+import contextlib
 import json
 import os
 import re
+from typing import Iterator
 import uuid
 
 import tensorflow as tf
 
 
-def write_bytes(path: str, data: bytes) -> str:
-  """Writes `data` to `path` (any tf.io.gfile filesystem) via a unique temporary name beside
-  it, renamed when complete and removed if anything fails; returns `path`.
+@contextlib.contextmanager
+def atomic_writer(path: str) -> Iterator:
+  """`with atomic_writer(path) as f:` writes a binary file (any tf.io.gfile filesystem) under
+  a unique temporary name beside `path`, renamed to `path` when the block completes and
+  removed if anything fails, so `path` is never half written.
 
   Raises:
     OSError: the file system refused (full, read-only, a directory in the way),
@@ -22,13 +26,19 @@ def write_bytes(path: str, data: bytes) -> str:
     if directory:
       tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(tmp, "wb") as f:
-      f.write(data)
+      yield f
     tf.io.gfile.rename(tmp, path, overwrite=True)
   except (tf.errors.OpError, OSError) as e:
     raise OSError(f"Could not write {path} ({reason(e)}); it is unchanged.") from e
   finally:
     if tf.io.gfile.exists(tmp):
       tf.io.gfile.remove(tmp)
+
+
+def write_bytes(path: str, data: bytes) -> str:
+  """Writes `data` to `path` atomically (see `atomic_writer`); returns `path`."""
+  with atomic_writer(path) as f:
+    f.write(data)
   return path
 
 

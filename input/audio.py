@@ -5,6 +5,7 @@ import math
 import re
 from typing import Optional, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -36,33 +37,79 @@ def _tfio():
 
 
 def load(path: str) -> Tuple[np.ndarray, int]:
-  """Decodes a WAV (8/16/24/32-bit PCM or float) or FLAC file.
+  """Decodes a whole WAV (8/16/24/32-bit PCM or float) or FLAC file (see `AudioFile`).
 
   Returns:
-    `(samples, sample_rate)`: float32 mono samples (channels averaged) in [-1, 1].
+    `(samples, sample_rate)`: float32 mono samples (channels averaged), finite;
+    in [-1, 1] for PCM, possibly beyond for float WAV.
 
   Raises:
     AudioError: naming the file, if it cannot be decoded.
   """
-  if tfio_problem() is not None:
-    return _load_wav16(path)
-  try:
-    audio = _tfio().audio.AudioIOTensor(path)
-    rate = int(audio.rate.numpy())
-    samples = audio.to_tensor().numpy()
-  except (tf.errors.OpError, ValueError) as e:
-    raise AudioError(f"{path}: cannot decode audio ({_summary(e)}).") from e
-  if samples.dtype == np.float32 and wav_format(path) == (WAVE_FORMAT_PCM, 32):
-    samples = samples.view(np.int32)  # tensorflow-io hands 32-bit PCM over as float32 bits
-  scale = {np.dtype("int16"): 2.0**15, np.dtype("int32"): 2.0**31,
-           np.dtype("float32"): 1.0}.get(samples.dtype)
-  if samples.dtype == np.uint8:
-    samples, scale = samples.astype(np.float32) - 128.0, 128.0
-  if scale is None:
-    raise AudioError(f"{path}: unsupported sample type {samples.dtype}.")
-  if samples.ndim != 2 or samples.shape[0] == 0:
-    raise AudioError(f"{path}: holds no audio samples.")
-  return (samples.astype(np.float64).mean(axis=1) / scale).astype(np.float32), rate
+  audio = AudioFile(path)
+  return audio.read(0, audio.length), audio.rate
+
+
+class AudioFile:
+  """An audio file decoded range by range, so a long file need not fit in memory.
+
+  `rate`, `length` (samples) and `read(start, stop)`: float32 mono samples
+  (channels averaged). Non-finite samples (NaN, inf: a damaged float WAV) are
+  replaced by 0 with a warning saying how many and where the first is; one of
+  them would otherwise turn every sample a model computes from it into NaN.
+  Without tensorflow-io only 16-bit PCM WAV is read, and whole.
+
+  Raises:
+    AudioError: naming the file, if it cannot be decoded.
+  """
+
+  def __init__(self, path: str):
+    self.path = path
+    if tfio_problem() is not None:
+      self._whole, self.rate = _load_wav16(path)
+      self.length = len(self._whole)
+      return
+    self._whole = None
+    try:
+      self._audio = _tfio().audio.AudioIOTensor(path)
+      self.rate = int(self._audio.rate.numpy())
+      self.length = int(self._audio.shape[0])
+    except (tf.errors.OpError, ValueError) as e:
+      raise AudioError(f"{path}: cannot decode audio ({_summary(e)}).") from e
+    self._int32_bits = (self._audio.dtype == tf.float32
+                        and wav_format(path) == (WAVE_FORMAT_PCM, 32))
+    if self.length == 0:
+      raise AudioError(f"{path}: holds no audio samples.")
+
+  def read(self, start: int, stop: int) -> np.ndarray:
+    """Samples `[start, stop)` (clipped to the file) as finite float32 mono."""
+    start, stop = max(0, start), min(self.length, stop)
+    if self._whole is not None:
+      return self._finite(self._whole[start:stop], start)
+    try:
+      samples = self._audio[start:stop].numpy()
+    except (tf.errors.OpError, ValueError) as e:
+      raise AudioError(f"{self.path}: cannot decode samples {start}-{stop} "
+                       f"({_summary(e)}).") from e
+    if self._int32_bits:
+      samples = samples.view(np.int32)  # tensorflow-io hands 32-bit PCM over as float32 bits
+    scale = {np.dtype("int16"): 2.0**15, np.dtype("int32"): 2.0**31,
+             np.dtype("float32"): 1.0}.get(samples.dtype)
+    if samples.dtype == np.uint8:
+      samples, scale = samples.astype(np.float32) - 128.0, 128.0
+    if scale is None:
+      raise AudioError(f"{self.path}: unsupported sample type {samples.dtype}.")
+    mono = (samples.astype(np.float64).mean(axis=1) / scale).astype(np.float32)
+    return self._finite(mono, start)
+
+  def _finite(self, samples: np.ndarray, start: int) -> np.ndarray:
+    bad = ~np.isfinite(samples)
+    if not bad.any():
+      return samples
+    first = start + int(np.argmax(bad))
+    logging.warning("%s: %d non-finite sample(s) (NaN/inf) from %.3f s: replaced by 0.",
+                    self.path, int(bad.sum()), first / self.rate)
+    return np.where(bad, np.float32(0.0), samples)
 
 
 WAVE_FORMAT_PCM, WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE

@@ -31,6 +31,10 @@ class Pair:
 
 def find_pairs(noisy_dir: str, clean_dir: str) -> List[Pair]:
   """Audio files paired by their path relative to each directory, sorted."""
+  if os.path.realpath(noisy_dir) == os.path.realpath(clean_dir):
+    raise ValueError(f"--noisy_dir and --clean_dir are the same directory ({noisy_dir}): "
+                     "each noisy file would be its own target. Pass the clean recordings' "
+                     "directory as --clean_dir.")
   found = {}
   for name, root in (("noisy_dir", noisy_dir), ("clean_dir", clean_dir)):
     if not tf.io.gfile.isdir(root):

@@ -7,9 +7,11 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from common import files
 
 # User-facing names -> TFRecord compression types. TFRecordDataset reads any
@@ -25,6 +27,14 @@ def tfrecord_compression(name: str) -> str:
   except KeyError:
     raise ValueError(f"Unknown compression {name!r}: use one of {sorted(COMPRESSIONS)} "
                      "(TFRecord supports no others).") from None
+
+
+def check_split_name(split: str) -> str:
+  """`split`, if it can name files: letters, digits, '.', '_' and '-', not starting with '.'."""
+  if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", split or ""):
+    raise checks.ArgumentError("split", repr(split), "must be a name of letters, digits, '.', "
+                               "'_' and '-' (it prefixes the shard and manifest files).")
+  return split
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -106,6 +116,10 @@ def read_manifest(data_dir: str, split: str) -> Manifest:
     raise ValueError(f"Manifest {path} lists {len(manifest.shards)} shards, "
                      f"{len(manifest.examples_per_shard)} counts and "
                      f"{len(manifest.shard_bytes)} sizes; re-create the split.")
+  if not manifest.num_examples or min(manifest.examples_per_shard) < 0:
+    raise ValueError(f"Manifest {path} lists {manifest.num_examples} examples "
+                     f"({list(manifest.examples_per_shard)} per shard): a split needs at least "
+                     "one; re-create it.")
   missing = [p for p in manifest.paths if not tf.io.gfile.exists(p)]
   if missing:
     raise FileNotFoundError(f"Manifest {path} names shards that do not exist: "
@@ -205,8 +219,8 @@ class ShardWriter:
   def __init__(self, output_dir: str, split: str, *, num_shards: int,
                sample_rate: int, segment_samples: int, compression: str = "none",
                overwrite: bool = False):
-    if num_shards < 1:
-      raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
+    checks.at_least("num_shards", num_shards, 1)
+    check_split_name(split)
     tfrecord_compression(compression)
     existing = split_shards(output_dir, split)
     if not overwrite and (existing or tf.io.gfile.exists(manifest_path(output_dir, split))):
@@ -214,6 +228,7 @@ class ShardWriter:
                             "shard(s)); nothing was changed. Pass overwrite (--overwrite) "
                             "to replace it, or choose another split or directory.")
     self._dir, self._split = output_dir, split
+    self._remove_leftovers()
     self._sample_rate, self._segment_samples = sample_rate, segment_samples
     self._compression = compression
     self._names = [shard_name(split, i, num_shards) for i in range(num_shards)]
@@ -235,6 +250,14 @@ class ShardWriter:
       raise OSError(f"Could not write split {self._split!r} in {self._dir} "
                     f"({files.reason(e)}): free space or make it writable, then run again. "
                     "No temporary shard was left behind.") from e
+
+  def _remove_leftovers(self):
+    """Removes this split's temporary shards left by a run that was killed while writing."""
+    pattern = re.compile(rf"\.{re.escape(self._split)}-\d{{5}}-of-\d{{5}}\.tfrecord\.tmp")
+    for path in tf.io.gfile.glob(os.path.join(self._dir, f".{self._split}-*.tmp")):
+      if pattern.fullmatch(os.path.basename(path)):
+        logging.info("Removing %s, left by an interrupted run.", path)
+        tf.io.gfile.remove(path)
 
   def _tmp(self, name: str) -> str:
     return os.path.join(self._dir, f".{name}.tmp")

@@ -39,8 +39,10 @@ SHARDING = {
 
 def check_address(address: str) -> str:
   """`address`, if it is grpc://host:port (raises ArgumentError naming data_service)."""
-  if not address.startswith("grpc://") or ":" not in address[len("grpc://"):]:
-    raise checks.ArgumentError("data_service", address, "must look like grpc://host:port.")
+  host, _, port = address[len("grpc://"):].rpartition(":")
+  if not address.startswith("grpc://") or not host or not port.isdigit():
+    raise checks.ArgumentError("data_service", address, "must look like grpc://host:port "
+                               "(port a number).")
   return address
 
 

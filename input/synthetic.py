@@ -26,6 +26,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from common import progress
 from input import noise
 from input import records
@@ -33,6 +34,7 @@ from input import speech
 
 VERSION = 2  # changes whenever the same seed would give different audio
 SNR_DB = (-5.0, 20.0)
+MIN_SAMPLE_RATE = 8000
 SPEECH_LEVEL_DBFS = (-32.0, -20.0)
 ROOM_TONE_DBFS = (-80.0, -65.0)  # real "clean" recordings are never digital silence
 BANK_TALKERS, BANK_SECONDS = 24, 6.0
@@ -97,9 +99,10 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
       64 examples are generated in this process.
     overwrite: replace the split if `output_dir` holds it (else FileExistsError).
   """
-  if num_examples < 1 or seconds <= 0 or sample_rate <= 0:
-    raise ValueError("num_examples, seconds and sample_rate must be positive, got "
-                     f"{num_examples}, {seconds}, {sample_rate}.")
+  checks.at_least("num_examples", num_examples, 1)
+  checks.positive("seconds", seconds)
+  # The talkers' formants and fricatives reach about 3.5 kHz: below 8 kHz they would alias.
+  checks.at_least("sample_rate", sample_rate, MIN_SAMPLE_RATE)
   num_samples = int(round(seconds * sample_rate))
   meter = progress.Progress(f"synthetic {split}", num_examples, "examples")
   make = functools.partial(_pcm_example, seed, num_samples, sample_rate)
@@ -147,6 +150,8 @@ def main(argv):
                             sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
                             num_shards=FLAGS.num_shards, compression=FLAGS.compression,
                             processes=FLAGS.processes, overwrite=FLAGS.overwrite)
+  except checks.ArgumentError as e:
+    sys.exit(f"input.synthetic: {e.flag()}")
   except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
     sys.exit(f"input.synthetic: {e}")
   print(f"Wrote {manifest.num_examples} examples ({manifest.total_hours * 60:.1f} min) in "

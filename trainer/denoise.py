@@ -2,23 +2,65 @@
 
 Run: python -m trainer.denoise --saved_model=exported/cpu --input=noisy.wav --output=enhanced.wav
 
-The file is decoded and resampled to the model's rate with tensorflow-io,
-enhanced in overlapping chunks (memory stays bounded whatever the length),
-cross-faded back together, resampled to the file's rate and written as 16-bit
-WAV of the same length.
+The file is streamed: read a segment at a time (SEGMENT_SECONDS, overlapping
+by the cross-fade), each segment resampled to the model's rate with
+tensorflow-io, enhanced in overlapping chunks, cross-faded back together and
+resampled to the file's rate, and the segments cross-faded into a 16-bit WAV
+of the file's length and rate, written as they finish. Memory is bounded by
+the segment, not the file.
 """
 
 import os
+import struct
 import sys
+from typing import Iterable, Iterator, List, Tuple
 
 from absl import app
 from absl import flags
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from common import files
 from input import audio
+from input import records
 from trainer.models import card
+
+SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
+
+
+def chunk_starts(length: int, chunk: int, hop: int) -> List[int]:
+  """Starts of `chunk`-sample windows every `hop` samples over `length`, the last one ending
+  at `length` (so none runs past the end and needs padding)."""
+  if length <= chunk:
+    return [0]
+  return list(range(0, length - chunk, hop)) + [length - chunk]
+
+
+def overlap_add(pieces: Iterable[Tuple[int, np.ndarray]], *, overlap: int
+                ) -> Iterator[np.ndarray]:
+  """Cross-fades `(start, piece)` pairs (in order of their starts) into consecutive output
+  blocks, each yielded once no later piece can overlap it; holds one piece at a time.
+
+  Each piece is weighted by a ramp over its first and last `overlap + 1`
+  samples, and the output is the weighted mean where pieces overlap.
+  """
+  out, weight, origin = np.zeros(0), np.zeros(0), 0
+  for start, piece in pieces:
+    if start > origin:  # everything before this piece is final
+      done = start - origin
+      yield (out[:done] / weight[:done]).astype(np.float32)
+      out, weight, origin = out[done:], weight[done:], start
+    end = start + len(piece) - origin
+    if end > len(out):
+      out, weight = np.pad(out, (0, end - len(out))), np.pad(weight, (0, end - len(weight)))
+    ramp = np.minimum(1.0, np.minimum(np.arange(1, len(piece) + 1),
+                                      np.arange(len(piece), 0, -1)) / (overlap + 1))
+    out[start - origin:end] += piece * ramp
+    weight[start - origin:end] += ramp
+  if len(out):
+    yield (out / weight).astype(np.float32)
 
 
 def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
@@ -32,21 +74,16 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
   """
   if not 0 <= overlap < chunk:
     raise ValueError(f"Need 0 <= overlap ({overlap}) < chunk ({chunk}) samples.")
-  if len(signal) <= chunk:
-    return np.asarray(denoise_fn(tf.constant(signal[None], tf.float32)))[0]
-  hop = chunk - overlap
-  starts = list(range(0, len(signal) - chunk, hop)) + [len(signal) - chunk]
-  ramp = np.minimum(1.0, np.minimum(np.arange(1, chunk + 1), np.arange(chunk, 0, -1))
-                    / (overlap + 1))
-  out, weight = np.zeros(len(signal)), np.zeros(len(signal))
-  for first in range(0, len(starts), batch_size):
-    group = starts[first:first + batch_size]
-    pieces = np.stack([signal[start:start + chunk] for start in group]).astype(np.float32)
-    enhanced = np.asarray(denoise_fn(tf.constant(pieces)))
-    for row, start in enumerate(group):
-      out[start:start + chunk] += enhanced[row] * ramp
-      weight[start:start + chunk] += ramp
-  return (out / weight).astype(np.float32)
+  chunk = min(chunk, len(signal))
+  starts = chunk_starts(len(signal), chunk, chunk - overlap)
+
+  def pieces():
+    for first in range(0, len(starts), batch_size):
+      group = starts[first:first + batch_size]
+      batch = np.stack([signal[start:start + chunk] for start in group]).astype(np.float32)
+      yield from zip(group, np.asarray(denoise_fn(tf.constant(batch))))
+
+  return np.concatenate(list(overlap_add(pieces(), overlap=overlap)))
 
 
 def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,
@@ -58,6 +95,35 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
                      overlap=int(overlap_seconds * model_rate))
   enhanced = audio.resample(enhanced, model_rate, rate, name="output")
   return np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
+
+
+def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10.0,
+                   overlap_seconds: float = 0.5) -> Iterator[np.ndarray]:
+  """The enhanced `source` as consecutive blocks at its own rate, one segment
+  (`SEGMENT_SECONDS`, at least two chunks) read and enhanced at a time, the segments
+  cross-faded over `overlap_seconds`."""
+  segment = int(max(SEGMENT_SECONDS, 2 * chunk_seconds) * source.rate)
+  overlap = int(overlap_seconds * source.rate)
+  starts = chunk_starts(source.length, segment, segment - overlap)
+  pieces = ((start, denoise_signal(module, source.read(start, start + segment), source.rate,
+                                   chunk_seconds=chunk_seconds,
+                                   overlap_seconds=overlap_seconds)) for start in starts)
+  return overlap_add(pieces, overlap=overlap)
+
+
+def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> int:
+  """Writes a mono 16-bit PCM WAV of `length` samples from `blocks` to the binary file `f`;
+  returns how many samples were beyond full scale (and clipped)."""
+  data_bytes = 2 * length
+  f.write(b"RIFF" + struct.pack("<I", 36 + data_bytes) + b"WAVEfmt "
+          + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16)
+          + b"data" + struct.pack("<I", data_bytes))
+  clipped = 0
+  for block in blocks:
+    pcm, block_clipped = records.to_int16(block)
+    f.write(pcm.tobytes())
+    clipped += block_clipped
+  return clipped
 
 
 def load(saved_model: str):
@@ -79,11 +145,24 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normpath(a) == os.path.normpath(b)
 
 
-def check_output(input_path: str, output_path: str, *, overwrite: bool):
-  """Raises unless writing `output_path` loses nothing: it is not a directory, not the input
-  file, and new (or `overwrite`)."""
+def _inside(path: str, directory: str) -> bool:
+  path, directory = os.path.realpath(path), os.path.realpath(directory)
+  return path == directory or path.startswith(directory + os.sep)
+
+
+def check_output(input_path: str, output_path: str, *, saved_model: str, overwrite: bool):
+  """Raises unless writing `output_path` loses nothing and gives what its name says: a .wav
+  file that is not a directory, not the input, not inside the SavedModel, and new (or
+  `overwrite`)."""
   if tf.io.gfile.isdir(output_path):
     raise ValueError(f"output {output_path} is a directory: name the .wav file to write.")
+  if not output_path.lower().endswith(".wav"):
+    raise ValueError(f"output {output_path} must end in .wav: the enhanced audio is written "
+                     "as 16-bit WAV (convert it afterwards for another format).")
+  if (tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb"))
+      and _inside(output_path, saved_model)):
+    raise ValueError(f"output {output_path} lies inside the SavedModel {saved_model}, which "
+                     "it would change: write the enhanced audio elsewhere.")
   if not tf.io.gfile.exists(output_path):
     return
   if _same_file(output_path, input_path):
@@ -99,18 +178,26 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
                  overwrite: bool = False) -> int:
   """Writes the enhanced `input_path` to `output_path`; returns its number of samples.
 
-  The WAV is written under a temporary name beside `output_path` and renamed
+  The WAV is streamed to a temporary name beside `output_path` and renamed
   when complete; an existing output is replaced only with `overwrite`, the
-  input never.
+  input never. Samples beyond full scale are clipped, with a warning.
   """
-  check_output(input_path, output_path, overwrite=overwrite)
+  checks.positive("chunk_seconds", chunk_seconds)
+  if not 0 <= overlap_seconds < chunk_seconds:
+    raise checks.ArgumentError("overlap_seconds", overlap_seconds,
+                               f"must be in [0, chunk_seconds={chunk_seconds:g}).")
+  check_output(input_path, output_path, saved_model=saved_model, overwrite=overwrite)
   module = load(saved_model)
-  signal, rate = audio.load(input_path)
-  enhanced = denoise_signal(module, signal, rate, chunk_seconds=chunk_seconds,
-                            overlap_seconds=overlap_seconds)
-  wav = tf.audio.encode_wav(np.clip(enhanced, -1.0, 32767 / 32768)[:, None], rate)
-  files.write_bytes(output_path, wav.numpy())
-  return len(enhanced)
+  source = audio.AudioFile(input_path)
+  with files.atomic_writer(output_path) as f:
+    clipped = write_wav16(f, denoise_stream(module, source, chunk_seconds=chunk_seconds,
+                                            overlap_seconds=overlap_seconds),
+                          length=source.length, rate=source.rate)
+  if clipped:
+    logging.warning("%s: %d of %d samples (%.1f%%) were beyond full scale and clipped: the "
+                    "input is louder than full scale; scale it down and run again.",
+                    output_path, clipped, source.length, 100.0 * clipped / source.length)
+  return source.length
 
 
 FLAGS = flags.FLAGS
@@ -123,6 +210,8 @@ def main(argv):
                            chunk_seconds=FLAGS.chunk_seconds,
                            overlap_seconds=FLAGS.overlap_seconds,
                            overwrite=FLAGS.overwrite)
+  except checks.ArgumentError as e:
+    sys.exit(f"trainer.denoise: {e.flag()}")
   except (ValueError, OSError) as e:
     sys.exit(f"trainer.denoise: {e}")
   print(f"Wrote {FLAGS.output} ({samples} samples)")

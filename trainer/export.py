@@ -49,6 +49,12 @@ SAVED_MODEL_ENTRIES = {"saved_model.pb", "variables", "assets", "fingerprint.pb"
 def check_output(model_dir: str, output: str, *, overwrite: bool):
   """Raises unless writing `output` can lose nothing: it is not, nor contains, nor lies inside
   the model_dir, and it is new, empty, or (with `overwrite`) an earlier export."""
+  ancestor = os.path.dirname(os.path.abspath(output))
+  while not tf.io.gfile.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
+    ancestor = os.path.dirname(ancestor)
+  if not tf.io.gfile.isdir(ancestor):
+    raise ValueError(f"output {output} lies under {ancestor}, which is a file: choose a "
+                     "directory path for the export.")
   out, run = os.path.realpath(output), os.path.realpath(model_dir)
   if out == run or out.startswith(run + os.sep) or run.startswith(out + os.sep):
     raise ValueError(f"output {output} overlaps the model_dir {model_dir}: an export is "

@@ -7,6 +7,7 @@ diagnosis; library errors become one line naming the problem (an argument the
 libraries refuse is named as its flag, `--name=value ...`).
 """
 
+import contextlib
 import os
 import sys
 
@@ -19,6 +20,7 @@ from input import pipeline
 from input import records
 from trainer.loop import actions
 from trainer.loop import checkpoints
+from trainer.loop import lock
 from trainer.program import build
 from trainer.program import diagnose
 from trainer.program import flagfiles
@@ -43,12 +45,15 @@ class Configs:
 def run(configs: Configs) -> str:
   """Trains, evaluates or diagnoses as configured; returns how it ended."""
   job = build.build(configs)
-  if configs.run.mode == "diagnose":
+  mode = configs.run.mode
+  if mode == "diagnose":
     return run_diagnosis(job)
-  if configs.run.mode == "eval" and job.evaluator is None:
+  if mode == "eval" and job.evaluator is None:
     raise ValueError("--mode=eval needs an eval split (--eval_split).")
-  control = build.controller(job, train=configs.run.mode == "train")
-  outcome = control.evaluate() if configs.run.mode == "eval" else control.train_and_evaluate()
+  train = mode == "train"
+  with lock.held(job.out_dir) if train else contextlib.nullcontext():
+    control = build.controller(job, train=train)
+    outcome = control.train_and_evaluate() if train else control.evaluate()
   return control.stopped_by or outcome.value
 
 
@@ -84,7 +89,8 @@ def main(argv):
     outcome = run(configs)
   except checks.ArgumentError as e:
     sys.exit(f"trainer.main: {e.flag()}")
-  except (ValueError, OSError, actions.NonFiniteLoss, checkpoints.CheckpointError) as e:
+  except (ValueError, OSError, actions.NonFiniteLoss, checkpoints.CheckpointError,
+          lock.LockedError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:
     sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")

@@ -111,6 +111,12 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     peak = np.argmax(spectrum) * 48000 / len(clean)
     self.assertAllClose(peak, 440.0, rtol=0.01)
 
+  def test_the_same_directory_twice_is_refused(self):
+    self.add_pair("a.wav", 48000, "wav16")
+    with self.assertRaisesRegex(ValueError, "--noisy_dir and --clean_dir are the same "
+                                "directory"):
+      prepare.prepare(self.noisy_dir, self.noisy_dir + "/", self.output_dir)
+
   def test_overlapping_hops(self):
     self.add_pair("a.wav", 48000, "wav16", seconds=1.0)
     self.assertEqual(self.run_prepare(hop_seconds=0.25, drop_last=True).num_examples, 3)

@@ -149,6 +149,34 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(records.split_shards(data_dir, "train"),
                      [os.path.join(data_dir, "train-00000-of-00001.tfrecord")])
 
+  def test_leftovers_of_an_interrupted_run_are_removed(self):
+    data_dir = self.create_tempdir().full_path
+    for name in (".train-00003-of-00004.tfrecord.tmp", ".train-clean-00000-of-00001.tfrecord.tmp"):
+      with open(os.path.join(data_dir, name), "wb") as f:
+        f.write(b"half a shard")
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
+    self.assertCountEqual(os.listdir(data_dir), [  # another split's temporaries stay
+        "train-00000-of-00001.tfrecord", "train.manifest.json",
+        ".train-clean-00000-of-00001.tfrecord.tmp"])
+
+  def test_split_names_must_name_files(self):
+    for bad in ("", ".hidden", "a/b"):
+      with self.assertRaisesRegex(ValueError, "split=.* must be a name of letters"):
+        helpers.indexed_split(self.create_tempdir().full_path, num_examples=1, num_shards=1,
+                              split=bad)
+
+  def test_a_manifest_without_examples_is_named(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
+    path = records.manifest_path(data_dir, "train")
+    with open(path) as f:
+      fields = json.load(f)
+    with open(path, "w") as f:
+      json.dump(dict(fields, examples_per_shard=[0]), f)
+    with self.assertRaisesRegex(ValueError, r"lists 0 examples \(\[0\] per shard\): a split "
+                                "needs at least one"):
+      records.read_manifest(data_dir, "train")
+
   def test_manifest_fields_are_checked_against_the_records(self):
     data_dir = self.create_tempdir().full_path
     helpers.indexed_split(data_dir, num_examples=4, num_shards=2, sample_rate=8000)

@@ -109,8 +109,10 @@ class ServiceTest(tf.test.TestCase):
       self.assertEqual(next(iterator)["noisy"].shape, [4, 64])
 
   def test_bad_address_and_sharding(self):
-    with self.assertRaisesRegex(ValueError, "grpc://host:port"):
-      service.check_address("localhost:5050")
+    for bad in ("localhost:5050", "grpc://localhost:50x0", "grpc://:5050"):
+      with self.assertRaisesRegex(ValueError, r"must look like grpc://host:port \(port a "
+                                  r"number\)"):
+        service.check_address(bad)
     with self.assertRaisesRegex(ValueError, "data_service_sharding=static must be one of off, dynamic"):
       service.sharding_policy("static")
 

@@ -17,6 +17,11 @@ RATE = 16000
 
 class SyntheticTest(tf.test.TestCase):
 
+  def test_a_rate_too_low_for_speech_is_refused(self):
+    with self.assertRaisesRegex(ValueError, "sample_rate=100 must be >= 8000"):
+      synthetic.write_corpus(self.create_tempdir().full_path, num_examples=1, seconds=0.1,
+                             sample_rate=100)
+
   def test_examples_are_deterministic_and_distinct(self):
     a = synthetic.example(3, 5, RATE, RATE)
     self.assertAllEqual(a[0], synthetic.example(3, 5, RATE, RATE)[0])

@@ -2,6 +2,8 @@
 
 import json
 import os
+import struct
+import types
 from unittest import mock
 
 import numpy as np
@@ -19,6 +21,16 @@ DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth
 MASK_DESCRIPTION = dict(architecture="mask", model=dict(hidden=8, depth=2, kernel_size=3,
                                                         causal=False),
                         sample_rate=8000, seed=3)
+
+
+def write_float_wav(path, signal, rate):
+  """A 32-bit float WAV, which can hold NaN and samples beyond full scale."""
+  raw = np.asarray(signal, "<f4").tobytes()
+  fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+  body = (b"WAVEfmt " + struct.pack("<I", len(fmt)) + fmt + b"data"
+          + struct.pack("<I", len(raw)) + raw)
+  with open(path, "wb") as f:
+    f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
 class ExportTest(tf.test.TestCase):
@@ -88,6 +100,43 @@ class ExportTest(tf.test.TestCase):
     self.assertEqual(sorted(os.listdir(self.out_dir)),
                      ["existing.wav", "exported", "noisy.wav"])
 
+  def test_denoise_refuses_outputs_it_cannot_honour(self):
+    input_path = os.path.join(self.out_dir, "noisy.wav")
+    tf.io.write_file(input_path, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
+    before = sorted(os.walk(self.saved))
+    with self.assertRaisesRegex(ValueError, "must end in .wav: the enhanced audio is written "
+                                "as 16-bit WAV"):
+      denoise.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "x.flac"))
+    with self.assertRaisesRegex(ValueError, "lies inside the SavedModel"):
+      denoise.denoise_file(self.saved, input_path,
+                           os.path.join(self.saved, "saved_model.pb.wav"), overwrite=True)
+    for kwargs, pattern in ((dict(chunk_seconds=float("nan")), "chunk_seconds=nan must be a "
+                             "positive number"),
+                            (dict(overlap_seconds=2.0, chunk_seconds=1.0),
+                             r"overlap_seconds=2.0 must be in \[0, chunk_seconds=1\)")):
+      with self.assertRaisesRegex(ValueError, pattern):
+        denoise.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "y.wav"),
+                             **kwargs)
+    self.assertEqual(sorted(os.walk(self.saved)), before)
+    self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported", "noisy.wav"])
+
+  def test_non_finite_and_loud_samples_are_named_not_silently_spread(self):
+    rate = 8000
+    signal = (0.3 * np.sin(2 * np.pi * 300 * np.arange(3 * rate) / rate)).astype(np.float32)
+    signal[rate // 2] = np.nan
+    signal[2 * rate:] *= 10.0  # beyond full scale in a float WAV
+    input_path = os.path.join(self.out_dir, "damaged.wav")
+    write_float_wav(input_path, signal, rate)
+    output_path = os.path.join(self.out_dir, "enhanced.wav")
+    with self.assertLogs(level="WARNING") as logs:
+      denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
+                           overlap_seconds=0.25)
+    self.assertTrue(any("1 non-finite sample(s) (NaN/inf) from 0.500 s: replaced by 0" in line
+                        for line in logs.output), logs.output)
+    self.assertTrue(any("beyond full scale and clipped" in line for line in logs.output))
+    enhanced, _ = audio.load(output_path)
+    self.assertGreater(np.abs(enhanced[:rate]).max(), 0.01)  # the NaN did not silence it
+
   def test_never_writes_into_over_or_around_the_model_dir(self):
     before = sorted(os.walk(self.model_dir))
     for output in (self.model_dir, os.path.join(self.model_dir, "exported"),
@@ -134,6 +183,15 @@ class ExportTest(tf.test.TestCase):
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # nothing else left
     tf.saved_model.load(self.saved)
 
+  def test_an_output_under_a_file_is_refused(self):
+    notes = os.path.join(self.out_dir, "notes.txt")
+    with open(notes, "w") as f:
+      f.write("keep me")
+    with self.assertRaisesRegex(ValueError, f"lies under {notes}, which is a file"):
+      export.export(self.model_dir, os.path.join(notes, "sub", "export"))
+    with open(notes) as f:
+      self.assertEqual(f.read(), "keep me")
+
   def test_missing_checkpoint_is_explained(self):
     empty = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError, "config.json is missing"):
@@ -171,6 +229,25 @@ class EnhanceTest(tf.test.TestCase):
       self.assertAllClose(out, signal, atol=1e-6)
       self.assertTrue(all(np.all(p != 0) for p in seen), chunk)
       self.assertEqual({p.shape[1] for p in seen}, {min(chunk, len(signal))})
+
+  def test_a_file_is_streamed_segment_by_segment_back_to_the_whole(self):
+    rate = 8000
+    signal = np.random.default_rng(3).uniform(-0.5, 0.5, size=7 * rate + 123).astype(np.float32)
+    path = os.path.join(self.create_tempdir().full_path, "long.wav")
+    write_float_wav(path, signal, rate)
+    halve = types.SimpleNamespace(sample_rate=tf.constant(rate),
+                                  denoise=lambda x: 0.5 * x.numpy())
+    read = []
+    source = audio.AudioFile(path)
+    real_read = source.read
+    source.read = lambda start, stop: read.append((start, stop)) or real_read(start, stop)
+    with mock.patch.object(denoise, "SEGMENT_SECONDS", 2.0):
+      blocks = list(denoise.denoise_stream(halve, source, chunk_seconds=0.5,
+                                           overlap_seconds=0.25))
+    self.assertAllClose(np.concatenate(blocks), 0.5 * signal, atol=1e-6)
+    self.assertLen(read, 4)  # 2 s segments overlapping by 0.25 s: never the whole file
+    self.assertTrue(all(stop - start <= 2 * rate for start, stop in read))
+    self.assertLessEqual(max(len(b) for b in blocks), 2 * rate)
 
   def test_bad_overlap(self):
     with self.assertRaisesRegex(ValueError, "overlap"):

@@ -120,12 +120,18 @@ class SignalTest(tf.test.TestCase):
       for line in process.stderr:
         if re.search(r"\] train: \d+/\d+ steps", line) or time.time() > deadline:
           break
+      second = run_main(*flags, "--train_steps=100000")  # the same model_dir, meanwhile
       process.send_signal(signal.SIGTERM)
       stdout, _ = process.communicate(timeout=120)
     finally:
       process.kill()
+    self.assertNotEqual(second.returncode, 0)
+    self.assertRegex(second.stderr.strip().splitlines()[-1],
+                     rf"^trainer.main: {root}/run is being trained by pid {process.pid} on "
+                     r".*: wait for it to finish, or use another --model_dir")
     self.assertEqual(process.returncode, 0)
     self.assertIn("trainer.main: SIGTERM", stdout)
+    self.assertFalse(os.path.exists(os.path.join(root, "run", "train.lock")))  # released
     saved = tf.train.latest_checkpoint(os.path.join(root, "run", "checkpoints"))
     step = int(saved.rsplit("-", 1)[1])
     self.assertBetween(step, 5, 99999)
@@ -142,10 +148,24 @@ class ErrorTest(tf.test.TestCase):
     last = result.stderr.strip().splitlines()[-1]
     self.assertRegex(last, pattern)
 
+  def test_a_model_dir_that_is_a_file_is_refused(self):
+    path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    with open(path, "w") as f:
+      f.write("keep me")
+    self.assert_one_line_error(run_main(*TINY, f"--model_dir={path}"),
+                               rf"^trainer.main: --model_dir={path} is a file, not a directory")
+    with open(path) as f:
+      self.assertEqual(f.read(), "keep me")
+
   def test_missing_and_empty_data_dir(self):
     self.assert_one_line_error(run_main("--data_dir=/nonexistent/shards"),
                                r"^trainer.main: --data_dir=/nonexistent/shards does not exist")
     empty = tempfile.mkdtemp()
+    with open(f"{empty}/shards.txt", "w") as f:
+      f.write("not a directory")
+    self.assert_one_line_error(run_main(f"--data_dir={empty}/shards.txt"),
+                               rf"^trainer.main: --data_dir={empty}/shards.txt is a file: pass "
+                               "the directory that python -m input.prepare wrote")
     self.assert_one_line_error(run_main(f"--data_dir={empty}", f"--model_dir={empty}/run"),
                                r"^trainer.main: No manifest at .*train.manifest.json")
 
@@ -178,7 +198,7 @@ class ErrorTest(tf.test.TestCase):
     self.assert_one_line_error(result, r"damaged shard\(s\): .*train-00002-of-00004")
     self.assertEqual(records.find_bad_shards(manifest)[0].split(":")[0], manifest.paths[2])
 
-  def test_a_failed_start_leaves_no_config_to_refuse_the_right_flags(self):
+  def test_a_failed_start_leaves_no_config_that_refuses_the_right_flags(self):
     root = tempfile.mkdtemp()
     synthetic.write_corpus(f"{root}/data", num_examples=8, seconds=0.5, sample_rate=8000,
                            num_shards=2)
@@ -186,6 +206,9 @@ class ErrorTest(tf.test.TestCase):
     bad = run_main(*common, "--crop_seconds=2", "--hidden=12")  # crop longer than segments
     self.assert_one_line_error(bad, r"crop_seconds=2.0 is 16000 samples")
     self.assertFalse(os.path.exists(f"{root}/run/config.json"))
+    os.makedirs(f"{root}/run")
+    with open(f"{root}/run/config.json", "w") as f:  # as a run that failed in its first chunk
+      json.dump(dict(architecture="mask", model=dict(hidden=12), sample_rate=8000), f)
     good = run_main(*common, "--train_steps=5")  # other model flags: hidden 8
     self.assertEqual(good.returncode, 0, good.stderr[-2000:])
     with open(f"{root}/run/config.json") as f:

@@ -48,6 +48,11 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
       else:
         status.assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as e:
+      if _is_other_model(e):  # an intact checkpoint of another shape: do not fall back
+        raise CheckpointError(
+            f"The checkpoints in {directory} hold a model whose variables do not match this "
+            f"one ({os.path.basename(path)}: {files.reason(e)}); they are not damaged. Use "
+            "the model flags it was trained with, or a new --model_dir.") from None
       # a truncated data file raises IndexError ("Read less bytes than requested")
       failures.append(f"{os.path.basename(path)}: {files.reason(e)}")
       warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, files.reason(e))
@@ -61,6 +66,13 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
                           f"({'; '.join(failures)}). Move the damaged ones aside, or start "
                           "in a new model_dir.")
   return None
+
+
+def _is_other_model(error: Exception) -> bool:
+  """Whether a restore failed because the checkpoint holds variables of other shapes or
+  another set of objects (rather than because its files are damaged)."""
+  return isinstance(error, AssertionError) or (
+      isinstance(error, ValueError) and "incompatible tensor with shape" in str(error))
 
 
 def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int = 3,

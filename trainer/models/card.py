@@ -115,7 +115,9 @@ class ModelCard:
                        f"flags describe {self.to_json()}. Use the same model flags, or a new "
                        "--model_dir.")
 
-  def write(self, model_dir: str):
-    """Records the card in `model_dir` unless it holds one already."""
-    if self.stored(model_dir) is None:
+  def write(self, model_dir: str, *, replace: bool = False):
+    """Records the card in `model_dir` unless it holds one already (or, with `replace`,
+    whatever it holds: for a model_dir with no checkpoint, whose card describes nothing
+    that was trained)."""
+    if replace or self.stored(model_dir) is None:
       files.write_json(os.path.join(model_dir, CONFIG_FILE), self.to_json())

@@ -57,6 +57,9 @@ def build(configs) -> Job:
     ValueError: the pieces do not fit (no data, model vs model_dir).
   """
   run, data = configs.run, configs.data
+  if tf.io.gfile.exists(run.model_dir) and not tf.io.gfile.isdir(run.model_dir):
+    raise ValueError(f"--model_dir={run.model_dir} is a file, not a directory: pass a new "
+                     "directory, or a run's.")
   check_data_source(data)
   strategy = strategy_lib.make(run.strategy, num_gpus=run.num_gpus,  # before any TF op
                                cpu_replicas=run.cpu_replicas)
@@ -66,7 +69,8 @@ def build(configs) -> Job:
   real = real_manifests(data) if data.data_dir is not None else None
   sample_rate = real[0].sample_rate if real else data.sample_rate
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
-  card.check(out_dir)
+  if tf.train.get_checkpoint_state(os.path.join(out_dir, checkpoints.CHECKPOINT_DIR)):
+    card.check(out_dir)  # a card without checkpoints (a failed first chunk) binds nothing
   train_step, loss_fn, host_reverb = build_train_step(configs, strategy, card)
   segment_seconds = (real[0].segment_samples / sample_rate if real else
                      data.synthetic_seconds)
@@ -112,7 +116,7 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
     start = int(job.train_step.global_step.numpy())
     iterator = iter(pipeline.distribute(job.strategy, job.train_dataset_fn(start),
                                         per_replica_buffer=data.per_replica_buffer))
-    job.card.write(job.out_dir)  # only now: the run starts
+    job.card.write(job.out_dir, replace=manager.latest_checkpoint is None)  # the run starts
   return controller_lib.Controller(
       job.train_step, iterator, manager, job.loop, evaluate=evaluate,
       summary_dir=os.path.join(job.out_dir, "train"),
@@ -146,8 +150,10 @@ def check_data_source(data):
     raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
                      "on the generated corpus.")
   if data.data_dir is not None and not tf.io.gfile.isdir(data.data_dir):
-    raise ValueError(f"--data_dir={data.data_dir} does not exist. Prepare data with "
-                     "python -m input.prepare, or drop --data_dir to use the synthetic corpus.")
+    problem = "is a file" if tf.io.gfile.exists(data.data_dir) else "does not exist"
+    raise ValueError(f"--data_dir={data.data_dir} {problem}: pass the directory that "
+                     "python -m input.prepare wrote, or drop --data_dir to use the synthetic "
+                     "corpus.")
 
 
 def real_manifests(data) -> Manifests:

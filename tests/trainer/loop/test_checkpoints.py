@@ -66,6 +66,20 @@ class RestoreTest(tf.test.TestCase):
                                 r"restored \(ckpt-2: .*; ckpt-1: .*\)\. Move the damaged"):
       restore(directory)
 
+  def test_checkpoints_of_another_model_shape_are_named_as_such_not_as_damaged(self):
+    directory = self.create_tempdir().full_path
+    saved_run(directory)
+    before = sorted(os.listdir(directory))
+    warnings = []
+    with self.assertRaisesRegex(checkpoints.CheckpointError, r"hold a model whose variables "
+                                r"do not match this one \(ckpt-3: .*incompatible tensor with "
+                                r"shape.*\); they are not damaged. Use the model flags it was "
+                                "trained with"):
+      checkpoints.restore_newest_intact(tf.train.Checkpoint(v=tf.Variable([0.0, 0.0])),
+                                        directory, warn=warnings.append)
+    self.assertEqual(warnings, [])  # no fallback past intact checkpoints
+    self.assertEqual(sorted(os.listdir(directory)), before)
+
   def test_the_manager_restores_from_model_dir_and_saves_to_save_dir(self):
     model_dir, save_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
     saved_run(os.path.join(model_dir, "checkpoints"))

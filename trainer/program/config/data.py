@@ -54,7 +54,7 @@ class DataConfig:
                                      "to answer before stopping with an error.")
 
   def __post_init__(self):
-    for name in ("synthetic_examples", "synthetic_eval_examples", "sample_rate"):
+    for name in ("synthetic_examples", "synthetic_eval_examples"):
       checks.at_least(name, getattr(self, name), 1)
     checks.positive("synthetic_seconds", self.synthetic_seconds)
 
