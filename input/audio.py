@@ -1,18 +1,18 @@
-"""Audio file decoding and resampling through tensorflow-io, with a clear fallback when its ops cannot load."""
+"""Audio files: decoding through tensorflow-io (with a clear fallback when its ops cannot load) and exact resampling through soxr."""
 
 import functools
-import math
 import re
 from typing import Optional, Tuple
 
 from absl import logging
 import numpy as np
+import soxr
 import tensorflow as tf
 
 WHY_TFIO = (
-    "tensorflow-io 0.37.1's compiled ops (FLAC/WAV decoding, resampling) load only with "
-    "tensorflow 2.16/2.17; install the pinned pair (pip install -e .) to read every format "
-    "and rate.")
+    "tensorflow-io 0.37.1's compiled ops (FLAC and 24/32-bit/float WAV decoding) load only "
+    "with tensorflow 2.16/2.17; install the pinned pair (pip install -e .) to read every "
+    "format.")
 AUDIO_SUFFIXES = (".wav", ".flac")
 
 
@@ -25,7 +25,7 @@ def tfio_problem() -> Optional[str]:
   """None if tensorflow-io's audio ops work here, else why not."""
   try:
     import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
-    tfio.audio.resample(tf.zeros([4, 1]), rate_in=2, rate_out=1)
+    tfio.audio.resample(tf.zeros([4, 1]), rate_in=2, rate_out=1)  # loads its compiled ops
   except Exception as e:  # pylint: disable=broad-except
     return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
   return None
@@ -153,39 +153,30 @@ def _load_wav16(path: str) -> Tuple[np.ndarray, int]:
   return samples.numpy().mean(axis=1), int(rate)
 
 
-def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = "") -> np.ndarray:
-  """Resamples mono float32 `samples` with tensorflow-io, aligned and length-preserving.
+# soxr's very-high-quality filter: flat (under 0.01 dB) to 95.7% of the lower Nyquist
+# frequency, 175 dB of stopband rejection, linear phase with its delay removed.
+RESAMPLE_QUALITY = "VHQ"
 
-  tensorflow-io's resampler delays its output by its filter's latency (e.g. 96
-  samples for 16 -> 48 kHz); that delay is measured once per rate pair and
-  removed, so the result starts where the input starts and lasts as long.
+
+def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = "") -> np.ndarray:
+  """Resamples mono float32 `samples` from `rate_in` to `rate_out` Hz with soxr (any
+  rational pair), aligned to the sample and length-preserving: the result has
+  `round(len(samples) * rate_out / rate_in)` samples and starts where the input does.
+
+  Measured against exact values: passband error (tones up to 0.9 x the lower
+  Nyquist frequency) at most -71 dB for every pair of 8, 16, 22.05, 24, 32, 44.1
+  and 48 kHz; tensorflow-io's is -11 to -18 dB for non-integer ratios
+  (bench/resample.py, tests/input/test_resample.py).
   """
   if rate_in == rate_out:
     return samples
-  if tfio_problem() is not None:
-    raise AudioError(f"{name}: needs resampling from {rate_in} to {rate_out} Hz, which "
-                     f"needs tensorflow-io ({tfio_problem()}). " + WHY_TFIO)
-  delay = _resampler_delay(rate_in, rate_out)
+  for argument, rate in (("rate_in", rate_in), ("rate_out", rate_out)):
+    if not (isinstance(rate, (int, np.integer)) and rate > 0):
+      raise AudioError(f"{name}: {argument}={rate} must be a positive whole number of Hz.")
   length = int(round(len(samples) * rate_out / rate_in))
-  padded = np.pad(samples, (0, int(np.ceil(delay * rate_in / rate_out)) + 1))
-  return _tfio_resample(padded, rate_in, rate_out)[delay:delay + length]
-
-
-def _tfio_resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
-  out = _tfio().audio.resample(tf.constant(samples, tf.float32)[:, None],
-                               rate_in=rate_in, rate_out=rate_out)
-  return out.numpy()[:, 0]
-
-
-@functools.lru_cache(maxsize=None)
-def _resampler_delay(rate_in: int, rate_out: int) -> int:
-  """Output samples by which tensorflow-io's resampler delays a signal."""
-  period = rate_in // math.gcd(rate_in, rate_out)  # input step that maps to whole outputs
-  position = period * max(1, rate_in // (2 * period))
-  impulse = np.zeros(position * 2)
-  impulse[position] = 1.0
-  peak = int(np.argmax(np.abs(_tfio_resample(impulse, rate_in, rate_out))))
-  return peak - position * rate_out // rate_in
+  out = soxr.resample(np.asarray(samples, np.float32), rate_in, rate_out,
+                      quality=RESAMPLE_QUALITY)
+  return np.pad(out, (0, max(0, length - len(out))))[:length].astype(np.float32)
 
 
 def _summary(error: Exception) -> str:

@@ -3,9 +3,9 @@
 Run: python -m trainer.denoise --saved_model=exported/cpu --input=noisy.wav --output=enhanced.wav
 
 The file is streamed: read a segment at a time (SEGMENT_SECONDS, overlapping
-by the cross-fade), each segment resampled to the model's rate with
-tensorflow-io, enhanced in overlapping chunks, cross-faded back together and
-resampled to the file's rate, and the segments cross-faded into a 16-bit WAV
+by the cross-fade), each segment resampled to the model's rate (soxr, exact),
+enhanced in overlapping chunks, cross-faded back together and resampled to the
+file's rate, and the segments cross-faded into a 16-bit WAV
 of the file's length and rate, written as they finish. Memory is bounded by
 the segment, not the file.
 """

@@ -25,7 +25,7 @@ class Evaluator:
     self._dataset, self._dtype = dataset, precision_dtype
     self._sample_rate = sample_rate
     # Known before the first eval (possibly hours in): what keeps PESQ/STOI from being scored.
-    self.perceptual_missing = perceptual.missing(sample_rate) if perceptual_examples else None
+    self.perceptual_missing = perceptual.missing() if perceptual_examples else None
     if self.perceptual_missing:
       logging.warning("Eval will not report PESQ/STOI: %s", self.perceptual_missing)
     self._perceptual_examples = 0 if self.perceptual_missing else perceptual_examples

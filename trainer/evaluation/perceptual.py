@@ -2,8 +2,8 @@
 
 Both are host-side NumPy metrics of one reference/estimate pair. PESQ's wide
 band mode is defined at 16 kHz, so other rates are resampled to it first;
-STOI resamples internally. Without the packages (or the resampler) `missing()`
-says what to install and the metrics are simply not reported.
+STOI resamples internally. Without the packages `missing()` says what to
+install and the metrics are simply not reported.
 """
 
 import functools
@@ -19,13 +19,9 @@ INSTALL = "pip install -e '.[metrics]' (the pesq and pystoi packages)"
 
 
 @functools.lru_cache(maxsize=None)
-def missing(sample_rate: int = PESQ_RATE) -> Optional[str]:
-  """None if PESQ and STOI of `sample_rate` audio can be computed here, else why not: which
-  packages are missing and how to install them, or that PESQ's resampling to 16 kHz
-  cannot run."""
-  if sample_rate != PESQ_RATE and audio.tfio_problem() is not None:
-    return (f"PESQ needs the {sample_rate} Hz audio resampled to {PESQ_RATE} Hz, and "
-            f"tensorflow-io cannot load here ({audio.tfio_problem()}): {audio.WHY_TFIO}")
+def missing() -> Optional[str]:
+  """None if PESQ and STOI can be computed here, else which packages are missing and how to
+  install them."""
   absent = []
   for package in ("pesq", "pystoi"):
     try:
