@@ -68,7 +68,7 @@ def run_diagnosis(job: build.Job) -> str:
 
   result = diagnose.diagnose(
       strategy, job.train_step, make_iterator, steps=run_cfg.diagnose_steps,
-      warmup=run_cfg.diagnose_warmup, examples_per_step=run_cfg.global_batch_size,
+      warmup=run_cfg.diagnose_warmup, examples_per_step=job.loop.examples_per_step,
       audio_seconds_per_example=job.loop.audio_seconds_per_example,
       setup=diagnose.Setup(
           reverb=data.reverb, compression=manifest.compression,

@@ -15,6 +15,7 @@ the optimizer's update runs once in cross-replica context (`merge_call`, then
 `optimizer.apply`, which updates each variable with `strategy.extended.update`).
 """
 
+import functools
 from typing import Callable, Dict, Optional
 
 import tensorflow as tf
@@ -108,6 +109,14 @@ class TrainStep:
     jit_compile: XLA-compile each replica's augment/forward/backward.
     seed: of the augmentation draws (folded with the step and the replica).
     global_step: a scalar int64 variable to advance (default: a new one).
+    accumulate_steps: micro-batches per update. Each replica sums the gradients
+      of `accumulate_steps` consecutive micro-batches of `global_batch_size`
+      examples (what the input pipeline yields), and the sum is all-reduced
+      once, checked for inf/NaN, unscaled and applied as one update: the same
+      update as one batch of `global_batch_size * accumulate_steps` examples.
+      `global_step`, `steps_per_loop`, the schedule and the metrics count
+      updates. Nothing of a partial update is kept (nor checkpointed): at the
+      end of the data, or after a resume, the next update starts afresh.
 
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
   advanced once per attempted step) - everything a checkpoint needs.
@@ -119,10 +128,11 @@ class TrainStep:
                precision: str = "float32", augment: Optional[Augment] = None,
                clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                jit_compile: bool = True, seed: int = 0,
-               global_step: Optional[tf.Variable] = None):
+               global_step: Optional[tf.Variable] = None, accumulate_steps: int = 1):
     self._dtype = compute_dtype(precision)
     self._global_batch_size = check_batch(global_batch_size, strategy.num_replicas_in_sync)
     self.steps_per_loop = checks.at_least("steps_per_loop", steps_per_loop, 1)
+    self.accumulate_steps = checks.at_least("accumulate_steps", accumulate_steps, 1)
     self._clip_norm = None if clip_norm is None else checks.positive("clip_norm", clip_norm)
     self.model, self.optimizer, self.strategy = model, optimizer, strategy
     self._keras = is_keras(model)
@@ -192,10 +202,11 @@ class TrainStep:
     streak = self._streak.read_value()
     longest = streak
     for _ in tf.range(num_steps):
-      batch = iterator.get_next_as_optional()
-      if not batch.has_value():  # end of the data: attempt nothing more
-        break
-      out = self.strategy.run(self._replica_step, args=(batch.get_value(),))
+      batches = [iterator.get_next_as_optional() for _ in range(self.accumulate_steps)]
+      if not functools.reduce(tf.logical_and, [b.has_value() for b in batches]):
+        break  # end of the data: attempt nothing more (a partial update is dropped)
+      out = self.strategy.run(self._replica_step,
+                              args=(tuple(b.get_value() for b in batches),))
       local_results = {k: self.strategy.experimental_local_results(v) for k, v in out.items()}
       sums = {k: total + tf.stack([tf.cast(t, tf.float32) for t in local_results[k]])
               for k, total in sums.items()}
@@ -222,7 +233,8 @@ class TrainStep:
         replica_nonfinite=sums["replica_nonfinite"])
 
   def _replica_compute(self, batch, seed, scale):
-    """Augment, forward, loss and backward on this replica (the XLA-compiled part)."""
+    """Augment, forward, loss and backward of one micro-batch on this replica (the
+    XLA-compiled part)."""
     noisy, clean = batch["noisy"], batch["clean"]
     if self._augment is not None:
       noisy, clean = self._augment(noisy, clean, seed)
@@ -235,15 +247,16 @@ class TrainStep:
       per_example = tf.cast(self._loss_fn(tf.cast(clean, tf.float32),
                                           tf.cast(prediction, tf.float32)), tf.float32)
       loss_sum = tf.reduce_sum(per_example * weight)
-      objective = loss_sum / self._global_batch_size
-      if self._keras and self.model.losses:  # regularisers: once in the all-reduced sum
+      # The mean over the update's global_batch_size * accumulate_steps examples, once the
+      # micro-batches and replicas are summed; regularisers count once in that sum.
+      objective = loss_sum / (self._global_batch_size * self.accumulate_steps)
+      if self._keras and self.model.losses:
         objective += tf.add_n([tf.cast(l, tf.float32) for l in self.model.losses]) / (
-            self.strategy.num_replicas_in_sync)
+            self.strategy.num_replicas_in_sync * self.accumulate_steps)
       scaled_loss = objective * scale
     grads = tape.gradient(scaled_loss, self._variables)
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
-    local_norm = tf.linalg.global_norm(grads) / scale
-    return grads, loss_sum, tf.reduce_sum(weight), local_norm, finite
+    return grads, loss_sum, tf.reduce_sum(weight), finite
 
   def _check_replica_batch(self, batch):
     """Refuses a per-replica batch that does not make `global_batch_size`; returns the batch
@@ -267,13 +280,27 @@ class TrainStep:
     with tf.control_dependencies([check]):
       return {k: tf.identity(v) for k, v in batch.items()}
 
-  def _replica_step(self, batch):
+  def _accumulate(self, batches, seed, scale):
+    """Augment/forward/backward over this replica's micro-batches: their summed (scaled)
+    gradients, loss sum and examples, the norm of its unscaled contribution, and whether
+    every gradient was finite."""
+    grads, loss_sum, examples, finite = None, 0.0, 0.0, tf.constant(True)
+    for k, batch in enumerate(batches):
+      micro_seed = seed if len(batches) == 1 else stateless.fold_in(seed, k)
+      micro_grads, micro_loss, micro_examples, micro_finite = self._compute(
+          self._check_replica_batch(batch), micro_seed, scale)
+      grads = micro_grads if grads is None else [a + b for a, b in zip(grads, micro_grads)]
+      loss_sum, examples = loss_sum + micro_loss, examples + micro_examples
+      finite = tf.logical_and(finite, micro_finite)
+    return grads, loss_sum, examples, tf.linalg.global_norm(grads) / scale, finite
+
+  def _replica_step(self, batches):
     context = tf.distribute.get_replica_context()
-    batch = self._check_replica_batch(batch)
     seed = stateless.fold_in(stateless.fold_in([self._seed, 0x5EED], self.global_step),
                              context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)
-    grads, loss_sum, examples, local_norm, local_finite = self._compute(batch, seed, scale)
+    grads, loss_sum, examples, local_norm, local_finite = self._accumulate(batches, seed,
+                                                                           scale)
     reduced = context.all_reduce(
         tf.distribute.ReduceOp.SUM, list(grads) + [loss_sum, examples],
         options=tf.distribute.experimental.CommunicationOptions(bytes_per_pack=_PACK_BYTES))
@@ -320,7 +347,8 @@ def make_train_step(model, loss_fn: LossFn, optimizer: optim.Optimizer,
                     precision: str = "float32", augment: Optional[Augment] = None,
                     clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                     jit_compile: bool = True, seed: int = 0,
-                    global_step: Optional[tf.Variable] = None) -> TrainStep:
+                    global_step: Optional[tf.Variable] = None,
+                    accumulate_steps: int = 1) -> TrainStep:
   """Builds the training step (the arguments are `TrainStep`'s); call it with a
   (distributed) iterator."""
   return TrainStep(**locals())

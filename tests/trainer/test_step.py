@@ -162,6 +162,51 @@ class MetricsTest(tf.test.TestCase):
     self.assertAllEqual(first_weights[0], second_weights[0])
 
 
+class AccumulationTest(tf.test.TestCase):
+  """K micro-batches per update equal one update on a K-times larger batch of them."""
+
+  def assert_equivalent(self, strategy, per_replica):
+    examples = helpers.data(96)
+    replicas = strategy.num_replicas_in_sync
+    big_model, big = helpers.build(strategy, global_batch_size=3 * per_replica * replicas,
+                                   steps_per_loop=4, jit_compile=False)
+    small_model, small = helpers.build(strategy, global_batch_size=per_replica * replicas,
+                                       steps_per_loop=4, accumulate_steps=3, jit_compile=False)
+    want = big(helpers.iterator(strategy, examples, 3 * per_replica))
+    got = small(helpers.iterator(strategy, examples, per_replica))
+    self.assertEqual((int(got["global_step"]), int(got["steps"])), (4, 4))  # updates
+    self.assertAllClose(got["loss"], want["loss"], rtol=1e-6)
+    self.assertAllClose(got["grad_norm"], want["grad_norm"], rtol=1e-5)
+    self.assertAllEqual(got["replica_examples"], want["replica_examples"])
+    for x, y in zip(helpers.weights(small_model), helpers.weights(big_model)):
+      self.assertAllClose(x, y, rtol=1e-6, atol=1e-6)
+    self.assertNotAllClose(helpers.weights(small_model)[0], helpers.Tiny().kernel.numpy())
+
+  def test_one_device(self):
+    self.assert_equivalent(helpers.one_device(), per_replica=4)
+
+  def test_two_replicas(self):
+    # Replica r of micro-step m gets batch 2m + r: over an update, the same 12 examples a
+    # 3x larger batch splits between the replicas.
+    self.assert_equivalent(helpers.mirrored(), per_replica=2)
+
+  def test_the_end_of_the_data_drops_a_partial_update(self):
+    strategy = helpers.one_device()
+    model, train = helpers.build(strategy, global_batch_size=4, steps_per_loop=5,
+                                 accumulate_steps=3, jit_compile=False)
+    iterator = iter(strategy.distribute_datasets_from_function(  # 7 micro-batches, no repeat
+        lambda _: tf.data.Dataset.from_tensor_slices(helpers.data(28)).batch(4)))
+    out = train(iterator)
+    self.assertEqual((int(out["steps"]), int(out["global_step"])), (2, 2))
+    self.assertEqual(float(out["replica_examples"][0]), 24.0)  # the 7th micro-batch unused
+    self.assertEqual(int(train.optimizer.iterations.numpy()), 2)
+    del model
+
+  def test_bad_accumulation_is_named(self):
+    with self.assertRaisesRegex(ValueError, "accumulate_steps=0 must be >= 1"):
+      helpers.build(helpers.one_device(), accumulate_steps=0)
+
+
 class BatchContractTest(tf.test.TestCase):
 
   def test_a_batch_that_does_not_make_the_global_batch_is_refused_while_tracing(self):

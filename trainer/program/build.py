@@ -130,7 +130,7 @@ def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.Loo
       train_steps=run.train_steps, steps_per_loop=run.steps_per_loop,
       log_every=run.log_every, checkpoint_every=run.checkpoint_every,
       eval_every=run.eval_every, max_skipped_steps=run.max_skipped_steps,
-      examples_per_step=run.global_batch_size,
+      examples_per_step=run.global_batch_size * run.accumulate_steps,
       audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps)
 
 
@@ -240,7 +240,7 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard):
       clip_norm=opt.clip_norm, steps_per_loop=run.steps_per_loop,
       jit_compile=run.jit_compile == "on" or (
           run.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
-      seed=run.seed)
+      seed=run.seed, accumulate_steps=run.accumulate_steps)
   return train_step, loss_fn, host_reverb
 
 
@@ -258,7 +258,8 @@ def _evaluator(configs, strategy, model, loss_fn,
 
 
 def _train_input(configs, manifest, host_reverb) -> Callable[[int], pipeline.DatasetFn]:
-  """`skip_steps -> dataset_fn` for the training input."""
+  """`skip_steps -> dataset_fn` for the training input (`skip_steps` updates already taken,
+  each of `accumulate_steps` micro-batches)."""
   run, data = configs.run, configs.data
 
   def dataset_fn(skip_steps: int = 0) -> pipeline.DatasetFn:
@@ -266,7 +267,7 @@ def _train_input(configs, manifest, host_reverb) -> Callable[[int], pipeline.Dat
         global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds or None,
         shuffle_buffer_mb=data.shuffle_buffer_mb, seed=run.seed, reverb=host_reverb,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
-        deterministic=data.deterministic_input, skip_steps=skip_steps,
+        deterministic=data.deterministic_input, skip_steps=skip_steps * run.accumulate_steps,
         data_service=data.data_service, data_service_sharding=data.data_service_sharding,
         data_service_timeout=data.data_service_timeout))
 

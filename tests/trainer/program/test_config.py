@@ -119,6 +119,14 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
                         "--eval_split=", *argv))
     self.assertRegex(refused.exception.flag(), "^" + error)
 
+  def test_accumulation_reaches_the_step_the_loop_and_the_input(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
+    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
+                            "--eval_split=", "--accumulate_steps=3"))
+    self.assertEqual(job.train_step.accumulate_steps, 3)
+    self.assertEqual(job.loop.examples_per_step, 3 * job.configs.run.global_batch_size)
+
   def test_every_field_is_one_flag(self):
     for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,
                    optimization_config.OptimizationConfig):

@@ -43,7 +43,13 @@ class RunConfig:
                                  "(default: all found).")
   cpu_replicas: int = flag(1, "Split the CPU into this many logical devices and mirror over "
                            "them: try multi-replica runs without GPUs.")
-  global_batch_size: int = flag(16, "Examples per step across all replicas.")
+  global_batch_size: int = flag(16, "Examples per step across all replicas (per micro-batch "
+                                "with --accumulate_steps).")
+  accumulate_steps: int = flag(1, "Micro-batches per update (gradient accumulation): each "
+                               "update averages the gradients of this many consecutive global "
+                               "batches, as one batch of global_batch_size x accumulate_steps "
+                               "would; --train_steps, --steps_per_loop and the schedule count "
+                               "updates.")
   train_steps: int = flag(2000, "Total training steps.")
   steps_per_loop: int = flag(10, "Steps per tf.function call (host round trip).")
   log_every: int = flag(100, "Steps between progress lines.")
