@@ -45,17 +45,18 @@ def data():
   return clean + 0.3 * rng.normal(size=[256, TIME]).astype(np.float32), clean
 
 
-def this_step(strategy, steps_per_loop, jit_compile, accumulate_steps=1):
+def this_step(strategy, steps_per_loop, jit_compile, accumulate_steps=1, ema_decay=0.0):
   """Returns `run(steps)` for this project's step (`steps` micro-batches)."""
   with strategy.scope():
     model = build_model()
     optimizer = optim.AdamW(1e-3, weight_decay=0.01)
+    ema = optim.ExponentialMovingAverage(ema_decay) if ema_decay else None
   l1 = lambda clean, enhanced: tf.reduce_mean(tf.abs(clean - enhanced), axis=-1)
   train = step_lib.make_train_step(
       model, l1, optimizer, strategy,
       global_batch_size=PER_REPLICA_BATCH * strategy.num_replicas_in_sync,
       steps_per_loop=steps_per_loop, jit_compile=jit_compile,
-      accumulate_steps=accumulate_steps)
+      accumulate_steps=accumulate_steps, ema=ema)
   noisy, clean = data()
   dataset_fn = lambda _: tf.data.Dataset.from_tensor_slices(  # pylint: disable=g-long-lambda
       {"noisy": noisy, "clean": clean}).repeat().batch(PER_REPLICA_BATCH).prefetch(4)
@@ -105,6 +106,8 @@ def main():
            "this step, steps_per_loop=20, XLA on": lambda s: this_step(s, 20, True),
            "this step, steps_per_loop=5, accumulate_steps=4": lambda s: this_step(
                s, 5, keras_jit(s), accumulate_steps=4),
+           "this step, steps_per_loop=20, EMA 0.999": lambda s: this_step(
+               s, 20, keras_jit(s), ema_decay=0.999),
            "tf_keras fit, steps_per_execution=20": lambda s: keras_fit(s, 20)}
   rows = []
   for strategy_name, strategy in strategies.items():
@@ -130,7 +133,7 @@ def main():
                      rows))
   print("targets: this step >= 1.0x keras fit; steps_per_loop=20 >= 1.2x steps_per_loop=1; "
         "accumulating 4 micro-batches (20 per call) >= 1/1.1 = 0.91x the micro-batches/s of "
-        "steps_per_loop=20")
+        "steps_per_loop=20; EMA costs at most 5% (>= 0.95x steps_per_loop=20)")
 
 
 if __name__ == "__main__":

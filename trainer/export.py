@@ -9,9 +9,13 @@ import uuid
 
 from absl import app
 from absl import flags
+from absl import logging
 import tensorflow as tf
 
+from common import checks
 from common import files
+from trainer import optim
+from trainer import step
 from trainer.loop import checkpoints
 from trainer.models import card as card_lib
 
@@ -30,16 +34,34 @@ class ExportedDenoiser(tf.Module):
     return self.model(waveform)
 
 
-def restore_model(model_dir: str):
-  """`(model, sample_rate)` with the newest intact checkpoint's weights."""
+WEIGHTS = ("auto", "ema", "raw")
+
+
+def restore_model(model_dir: str, weights: str = "auto"):
+  """`(model, sample_rate, weights used)` from the newest intact checkpoint.
+
+  `weights`: ema (the moving average; an error if the run kept none), raw (the
+  trained weights), or auto (the average if there is one).
+  """
+  checks.one_of("weights", weights, WEIGHTS)
   card = card_lib.ModelCard.read(model_dir)
   model = card.build()
+  variables = step.tf_variables(model)
+  ema = optim.ExponentialMovingAverage(0.5)
+  ema.build(variables)  # filled by the restore if the checkpoint holds an average
   restored = checkpoints.restore_newest_intact(
-      tf.train.Checkpoint(model=model), os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
-      partial=True)
+      tf.train.Checkpoint(model=model, ema=ema),
+      os.path.join(model_dir, checkpoints.CHECKPOINT_DIR), partial=True)
   if restored is None:
     raise FileNotFoundError(f"No checkpoint in {model_dir}/checkpoints: train first.")
-  return model, card.sample_rate
+  has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
+  if weights == "ema" and not has_average:
+    raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
+                     "--ema_decay, or export --weights=raw.")
+  if has_average and weights != "raw":
+    ema.copy_to(variables)
+    return model, card.sample_rate, "ema"
+  return model, card.sample_rate, "raw"
 
 
 # What tf.saved_model.save writes: a directory holding only these is an earlier export.
@@ -72,15 +94,18 @@ def check_output(model_dir: str, output: str, *, overwrite: bool):
                           "(--overwrite) to replace it.")
 
 
-def export(model_dir: str, output: str, *, overwrite: bool = False) -> str:
+def export(model_dir: str, output: str, *, overwrite: bool = False,
+           weights: str = "auto") -> str:
   """Writes the SavedModel to `output`; returns `output`.
 
   It is written under a temporary name beside `output` and renamed into place
   when complete; an earlier export is replaced only with `overwrite`, and
-  nothing else (least of all the model_dir) is ever removed.
+  nothing else (least of all the model_dir) is ever removed. `weights`: see
+  `restore_model`.
   """
   check_output(model_dir, output, overwrite=overwrite)
-  model, sample_rate = restore_model(model_dir)
+  model, sample_rate, used = restore_model(model_dir, weights)
+  logging.info("Exporting the %s weights of %s.", used, model_dir)
   module = ExportedDenoiser(model, sample_rate)
   output = output.rstrip("/")
   parent = os.path.dirname(output) or "."
@@ -120,7 +145,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   try:
-    path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite)
+    path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
+                  weights=FLAGS.weights)
+  except checks.ArgumentError as e:
+    sys.exit(f"trainer.export: {e.flag()}")
   except (ValueError, OSError, checkpoints.CheckpointError) as e:
     sys.exit(f"trainer.export: {e}")
   print(f"Exported to {path}")
@@ -130,5 +158,8 @@ if __name__ == "__main__":
   flags.DEFINE_string("model_dir", None, "A trainer.main model_dir.")
   flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty).")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
+  flags.DEFINE_enum("weights", "auto", list(WEIGHTS), "ema: the run's moving average of the "
+                    "weights (--ema_decay); raw: the trained weights; auto: ema if the run "
+                    "kept one.")
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main)

@@ -1,5 +1,6 @@
-"""The optimizer contract of the step, AdamW on plain tf.Variables (slots made under the strategy scope), and learning-rate schedules."""
+"""The optimizer contract of the step, AdamW on plain tf.Variables (slots made under the strategy scope), learning-rate schedules and a moving average of the weights."""
 
+import contextlib
 import functools
 import math
 from typing import Callable, Protocol, Sequence, Union
@@ -155,3 +156,73 @@ class AdamW(tf.Module):
     v_hat = v / (1 - tf.pow(self.beta_2, t))
     decayed = variable * (1 - learning_rate * self.weight_decay) if decay else variable
     return variable.assign(decayed - learning_rate * m_hat / (tf.sqrt(v_hat) + self.epsilon))
+
+
+class ExponentialMovingAverage(tf.Module):
+  """An exponential moving average of the model's weights, updated after every applied step.
+
+  After the n-th applied update (skipped, non-finite steps are not averaged):
+  `average = d * average + (1 - d) * weight`, with `d = decay`, or with
+  `warmup` `d = min(decay, (1 + n) / (10 + n))`, so the first averages are not
+  dominated by the initial weights. `build(variables)` under the strategy scope
+  starts the averages at the variables' values; the step calls `apply` in
+  cross-replica context after the optimizer's update. Evaluate or export with
+  the averages through `swapped(variables)` or `copy_to(variables)`.
+  """
+
+  def __init__(self, decay: float, *, warmup: bool = True, name: str = "ema"):
+    super().__init__(name=name)
+    if not 0.0 < decay < 1.0:
+      raise checks.ArgumentError("ema_decay", decay, "must be in (0, 1) (0 turns it off in "
+                                 "the program).")
+    self.decay, self.warmup = float(decay), warmup
+    self.average = []
+    with self.name_scope:
+      self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates",
+                                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+  def build(self, variables: Sequence[tf.Variable]):
+    """Creates one average per variable, equal to it now (under the strategy scope)."""
+    if self.average:
+      if len(self.average) != len(variables):
+        raise ValueError(f"This average was built for {len(self.average)} variables, not "
+                         f"{len(variables)}; use one per model.")
+      return
+    with self.name_scope:
+      self.average = [tf.Variable(tf.identity(v), trainable=False, name=f"average_{i}")
+                      for i, v in enumerate(variables)]
+
+  def current_decay(self) -> tf.Tensor:
+    """The decay the next applied update uses."""
+    n = tf.cast(self.updates + 1, tf.float32)
+    return tf.minimum(self.decay, (1.0 + n) / (10.0 + n)) if self.warmup else tf.constant(
+        self.decay)
+
+  def apply(self, strategy, variables, *, finite):
+    """Cross-replica: moves every average towards its variable, unless not `finite`."""
+    decay = self.current_decay()
+
+    def update(average, variable, finite, decay):
+      return average.assign(tf.where(finite, decay * average + (1.0 - decay) * variable,
+                                     average))
+
+    for average, variable in zip(self.average, variables):
+      strategy.extended.update(average, update, args=(variable, finite, decay), group=False)
+    decided = strategy.experimental_local_results(finite)[0]
+    self.updates.assign_add(tf.cast(decided, tf.int64))
+
+  def copy_to(self, variables: Sequence[tf.Variable]):
+    """Sets `variables` to the averages (e.g. for export)."""
+    for average, variable in zip(self.average, variables):
+      variable.assign(average)
+
+  @contextlib.contextmanager
+  def swapped(self, variables: Sequence[tf.Variable]):
+    """`with ema.swapped(variables):` the variables hold the averages; restored after."""
+    saved = [tf.identity(v) for v in variables]
+    self.copy_to(variables)
+    try:
+      yield
+    finally:
+      for variable, value in zip(variables, saved):
+        variable.assign(value)

@@ -117,9 +117,12 @@ class TrainStep:
       `global_step`, `steps_per_loop`, the schedule and the metrics count
       updates. Nothing of a partial update is kept (nor checkpointed): at the
       end of the data, or after a resume, the next update starts afresh.
+    ema: an `optim.ExponentialMovingAverage` made under the scope, updated after
+      every applied update (skipped ones are not averaged).
 
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
-  advanced once per attempted step) - everything a checkpoint needs.
+  advanced once per attempted step) and `ema` (or None) - everything a
+  checkpoint needs.
   """
 
   def __init__(self, *, model, loss_fn: LossFn, optimizer: optim.Optimizer,
@@ -128,7 +131,8 @@ class TrainStep:
                precision: str = "float32", augment: Optional[Augment] = None,
                clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                jit_compile: bool = True, seed: int = 0,
-               global_step: Optional[tf.Variable] = None, accumulate_steps: int = 1):
+               global_step: Optional[tf.Variable] = None, accumulate_steps: int = 1,
+               ema: Optional[optim.ExponentialMovingAverage] = None):
     self._dtype = compute_dtype(precision)
     self._global_batch_size = check_batch(global_batch_size, strategy.num_replicas_in_sync)
     self.steps_per_loop = checks.at_least("steps_per_loop", steps_per_loop, 1)
@@ -140,6 +144,9 @@ class TrainStep:
     with strategy.scope():
       self.loss_scale = loss_scale or loss_scale_lib.for_precision("auto", precision)
       optimizer.build(self._variables)
+      self.ema = ema
+      if ema is not None:
+        ema.build(self._variables)
       self.global_step = _check_global_step(global_step) if global_step is not None else (
           _counter("global_step"))
       self._streak = _counter("nonfinite_streak")
@@ -323,6 +330,8 @@ class TrainStep:
     scale and the step counter."""
     self.optimizer.apply(strategy, self._variables, grads, finite=finite,
                          learning_rate=learning_rate)
+    if self.ema is not None:  # after the update: it averages the new weights
+      self.ema.apply(strategy, self._variables, finite=finite)
     decided = strategy.experimental_local_results(finite)[0]
     self.loss_scale.update(decided)
     self.global_step.assign_add(1)
@@ -348,7 +357,8 @@ def make_train_step(model, loss_fn: LossFn, optimizer: optim.Optimizer,
                     clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                     jit_compile: bool = True, seed: int = 0,
                     global_step: Optional[tf.Variable] = None,
-                    accumulate_steps: int = 1) -> TrainStep:
+                    accumulate_steps: int = 1,
+                    ema: Optional[optim.ExponentialMovingAverage] = None) -> TrainStep:
   """Builds the training step (the arguments are `TrainStep`'s); call it with a
   (distributed) iterator."""
   return TrainStep(**locals())

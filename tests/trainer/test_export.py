@@ -12,6 +12,8 @@ import tensorflow as tf
 from input import audio
 from trainer import denoise
 from trainer import export
+from trainer import optim
+from trainer import step
 from trainer.models import card as card_lib
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
@@ -163,6 +165,24 @@ class ExportTest(tf.test.TestCase):
     self.assertGreaterEqual(os.path.getmtime(os.path.join(self.saved, "saved_model.pb")), stamp)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # no temporaries left
     tf.saved_model.load(self.saved)
+
+  def test_the_weight_average_is_exported_when_the_run_kept_one(self):
+    with self.assertRaisesRegex(ValueError, "--weights=ema, but .* holds no weight average"):
+      export.export(self.model_dir, os.path.join(self.out_dir, "ema"), weights="ema")
+    variables = step.tf_variables(self.model)
+    ema = optim.ExponentialMovingAverage(0.5)
+    ema.build(variables)
+    for average in ema.average:
+      average.assign(average * 0.5)
+    tf.train.Checkpoint(model=self.model, ema=ema).save(
+        os.path.join(self.model_dir, "checkpoints", "ckpt"))
+    averaged = card_lib.ModelCard.from_json(self.description).build()
+    ema.copy_to(step.tf_variables(averaged))
+    x = tf.random.normal([1, 1234])
+    for weights, want in (("auto", averaged), ("ema", averaged), ("raw", self.model)):
+      loaded = tf.saved_model.load(export.export(
+          self.model_dir, os.path.join(self.out_dir, weights), weights=weights))
+      self.assertAllClose(loaded.denoise(x), want(x), rtol=1e-5, atol=1e-6)
 
   def test_a_failed_replacement_keeps_the_earlier_export(self):
     saved_model_pb = os.path.join(self.saved, "saved_model.pb")

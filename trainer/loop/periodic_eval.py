@@ -1,7 +1,8 @@
 """The periodic eval action: evaluate, then TensorBoard summaries, eval_results.json and a log line."""
 
+import contextlib
 import os
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -13,22 +14,31 @@ from trainer.loop import summaries
 
 class PeriodicEval:
   """`evaluate(step)` for the training loop: runs the Evaluator, writes TensorBoard
-  summaries, `out_dir/eval_results.json` and a log line; remembers `last_step`."""
+  summaries, `out_dir/eval_results.json` and a log line; remembers `last_step`.
 
-  def __init__(self, evaluator: evaluator_lib.Evaluator, *, out_dir: str, sample_rate: int, clips: int):
+  `weights`: `(name, swap)`, where `swap()` is a context manager in which the model
+  holds the weights to evaluate (e.g. `("ema", lambda: ema.swapped(variables))`).
+  """
+
+  def __init__(self, evaluator: evaluator_lib.Evaluator, *, out_dir: str, sample_rate: int,
+               clips: int, weights: Tuple[str, Optional[Callable]] = ("raw", None)):
     self._evaluator, self._out_dir = evaluator, out_dir
+    self._weights, self._swap = weights[0], weights[1] or contextlib.nullcontext
     self._sample_rate, self._clips = sample_rate, clips
     self._writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
     self.last_step = None
 
   def __call__(self, step: int) -> Dict[str, float]:
-    results, clips = self._evaluator.evaluate(clips=self._clips)
+    with self._swap():
+      results, clips = self._evaluator.evaluate(clips=self._clips)
     summaries.write_eval(self._writer, step, results, clips, self._sample_rate)
     files.write_json(os.path.join(self._out_dir, "eval_results.json"),
-                     dict({k: float(v) for k, v in results.items()}, step=step))
-    logging.info("eval at step %d: loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), improvement "
-                 "%.2f dB over %d examples%s", step, results["loss"], results["si_sdr"],
-                 results["si_sdr_noisy"], results["si_sdr_improvement"], results["examples"],
+                     dict({k: float(v) for k, v in results.items()}, step=step,
+                          weights=self._weights))
+    logging.info("eval at step %d (%s weights): loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), "
+                 "improvement %.2f dB over %d examples%s", step, self._weights,
+                 results["loss"], results["si_sdr"], results["si_sdr_noisy"],
+                 results["si_sdr_improvement"], results["examples"],
                  _perceptual_text(results, self._evaluator.perceptual_missing))
     self.last_step = step
     return results

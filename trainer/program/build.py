@@ -87,7 +87,8 @@ def build(configs) -> Job:
       train_manifest=train_manifest, eval_manifest=eval_manifest, train_step=train_step,
       checkpoint=tf.train.Checkpoint(model=train_step.model, optimizer=train_step.optimizer,
                                      loss_scale=train_step.loss_scale,
-                                     global_step=train_step.global_step),
+                                     global_step=train_step.global_step,
+                                     **({"ema": train_step.ema} if train_step.ema else {})),
       evaluator=_evaluator(configs, strategy, train_step.model, loss_fn, eval_manifest),
       train_dataset_fn=train_dataset_fn, loop=loop)
 
@@ -108,9 +109,11 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
                      "trained run.")
   evaluate = None
   if job.evaluator is not None:
-    evaluate = periodic_eval.PeriodicEval(job.evaluator, out_dir=job.out_dir,
-                                          sample_rate=job.eval_manifest.sample_rate,
-                                          clips=run.eval_clips)
+    ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
+    evaluate = periodic_eval.PeriodicEval(
+        job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
+        clips=run.eval_clips,
+        weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
   iterator = None
   if train:
     start = int(job.train_step.global_step.numpy())
@@ -231,6 +234,8 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard):
     loss_scale = loss_scale_lib.for_precision(
         opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
         growth_interval=opt.loss_scale_growth_interval)
+    ema = (optim.ExponentialMovingAverage(opt.ema_decay, warmup=opt.ema_warmup)
+           if opt.ema_decay else None)
   on_device, host_reverb = _augmentations(configs.data, card.sample_rate)
   loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
                                waveform_loss=configs.model.waveform_loss)
@@ -240,7 +245,7 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard):
       clip_norm=opt.clip_norm, steps_per_loop=run.steps_per_loop,
       jit_compile=run.jit_compile == "on" or (
           run.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
-      seed=run.seed, accumulate_steps=run.accumulate_steps)
+      seed=run.seed, accumulate_steps=run.accumulate_steps, ema=ema)
   return train_step, loss_fn, host_reverb
 
 

@@ -1,5 +1,8 @@
 """Tests for trainer.evaluation.evaluator on 2 replicas: exact weighted means, PESQ/STOI with and without the packages."""
 
+import contextlib
+import json
+import os
 import sys
 from unittest import mock
 
@@ -75,6 +78,30 @@ class EvaluationTest(tf.test.TestCase):
       scores = perceptual.scores(clean48, noisy48, 48000)
     self.assertAllClose(scores["pesq"], perceptual.scores(self.clean[0], self.noisy[0],
                                                           RATE)["pesq"], atol=0.3)
+
+  def test_periodic_eval_evaluates_inside_the_weight_swap_and_says_which(self):
+    events = []
+
+    @contextlib.contextmanager
+    def swap():
+      events.append("in")
+      yield
+      events.append("out")
+
+    class Recorder:
+      perceptual_missing = None
+
+      def evaluate(self, clips):
+        events.append("evaluate")
+        return dict(loss=0.5, si_sdr=10.0, si_sdr_noisy=5.0, si_sdr_improvement=5.0,
+                    examples=4.0), []
+
+    out_dir = self.create_tempdir().full_path
+    periodic_eval.PeriodicEval(Recorder(), out_dir=out_dir, sample_rate=RATE, clips=0,
+                               weights=("ema", swap))(step=7)
+    self.assertEqual(events, ["in", "evaluate", "out"])
+    with open(os.path.join(out_dir, "eval_results.json")) as f:
+      self.assertEqual(json.load(f)["weights"], "ema")
 
   def test_without_the_packages_eval_runs_and_says_what_is_missing(self):
     logged = []

@@ -127,6 +127,16 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(job.train_step.accumulate_steps, 3)
     self.assertEqual(job.loop.examples_per_step, 3 * job.configs.run.global_batch_size)
 
+  def test_a_weight_average_is_kept_checkpointed_and_evaluated(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
+    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
+                            "--eval_split=", "--ema_decay=0.99"))
+    self.assertEqual(job.train_step.ema.decay, 0.99)
+    self.assertIs(job.checkpoint.ema, job.train_step.ema)
+    self.assertIsNone(build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
+                                        "--eval_split=")).train_step.ema)
+
   def test_every_field_is_one_flag(self):
     for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,
                    optimization_config.OptimizationConfig):

@@ -30,6 +30,11 @@ class OptimizationConfig:
   initial_loss_scale: float = flag(2.0**15, "Initial (or fixed) loss scale.")
   loss_scale_growth_interval: int = flag(2000, "Finite steps before a dynamic loss scale "
                                          "doubles.")
+  ema_decay: float = flag(0.0, "Keep an exponential moving average of the weights with this "
+                          "decay (e.g. 0.999; 0: off), updated after every applied step; eval "
+                          "and export then use the averaged weights.")
+  ema_warmup: bool = flag(True, "Warm the average's decay up: min(ema_decay, (1+n)/(10+n)) "
+                          "after n updates.")
 
 
 def from_flags() -> OptimizationConfig:
