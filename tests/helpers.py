@@ -9,6 +9,7 @@ import functools
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import tensorflow as tf
@@ -16,6 +17,7 @@ import tensorflow as tf
 from input import records
 from trainer import optim
 from trainer import step as step_lib
+from trainer.loop import controller
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A trainer.main run small enough for tests: cpu.flags at 8 kHz, a tiny corpus and model.
@@ -99,6 +101,51 @@ def build(strategy, model_fn=Tiny, learning_rate=0.01, **kwargs):
 
 def weights(model):
   return [v.numpy() for v in step_lib.tf_variables(model)]
+
+
+# The outer loop with a scripted step and checkpoint manager.
+class ScriptedStep:
+  """Reports, chunk by chunk, its longest run of non-finite steps (with a finite loss)."""
+
+  def __init__(self, longest_streaks, *, batches=10**9):
+    self.global_step = tf.Variable(0, dtype=tf.int64)
+    self.loss_scale = types.SimpleNamespace(skipped_steps=tf.Variable(0, dtype=tf.int64))
+    self._streaks = list(longest_streaks)
+    self._batches = batches
+
+  def __call__(self, iterator, num_steps):
+    del iterator
+    ran = min(num_steps, self._batches)
+    self._batches -= ran
+    self.global_step.assign_add(ran)
+    streak = float(self._streaks.pop(0))
+    return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
+                steps=tf.constant(float(ran)), skipped_in_call=tf.constant(0.0),
+                nonfinite_streak=tf.constant(streak), longest_nonfinite_streak=tf.constant(streak),
+                loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
+                learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
+                replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),
+                replica_grad_norm=tf.constant([1.0]), replica_nonfinite=tf.constant([0.0]))
+
+
+class ScriptedManager:
+  """Records the checkpoint numbers saved, as tf.train.CheckpointManager names them."""
+  latest_checkpoint = "ckpt-0"
+
+  def __init__(self):
+    self.saved = []
+
+  def save(self, checkpoint_number):
+    self.saved.append(checkpoint_number)
+    self.latest_checkpoint = f"ckpt-{checkpoint_number}"
+
+
+def loop_config(train_steps=20, max_skipped_steps=4, steps_per_loop=5, **profile):
+  return controller.LoopConfig(train_steps=train_steps, steps_per_loop=steps_per_loop,
+                               log_every=100,
+                               checkpoint_every=100, eval_every=0,
+                               max_skipped_steps=max_skipped_steps, examples_per_step=1,
+                               audio_seconds_per_example=1.0, **profile)
 
 
 # Tiny splits whose examples carry their own index, so coverage can be counted.

@@ -16,6 +16,7 @@ from common import checks
 from common import files
 from trainer import optim
 from trainer import step
+from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.models import card as card_lib
 
@@ -37,11 +38,13 @@ class ExportedDenoiser(tf.Module):
 WEIGHTS = ("auto", "ema", "raw")
 
 
-def restore_model(model_dir: str, weights: str = "auto"):
-  """`(model, sample_rate, weights used)` from the newest intact checkpoint.
+def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "latest"):
+  """`(model, sample_rate, weights used)` from a checkpoint of the run in `model_dir`.
 
   `weights`: ema (the moving average; an error if the run kept none), raw (the
-  trained weights), or auto (the average if there is one).
+  trained weights), or auto (the average if there is one). `checkpoint`: latest
+  (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
+  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000).
   """
   checks.one_of("weights", weights, WEIGHTS)
   card = card_lib.ModelCard.read(model_dir)
@@ -49,11 +52,7 @@ def restore_model(model_dir: str, weights: str = "auto"):
   variables = step.tf_variables(model)
   ema = optim.ExponentialMovingAverage(0.5)
   ema.build(variables)  # filled by the restore if the checkpoint holds an average
-  restored = checkpoints.restore_newest_intact(
-      tf.train.Checkpoint(model=model, ema=ema),
-      os.path.join(model_dir, checkpoints.CHECKPOINT_DIR), partial=True)
-  if restored is None:
-    raise FileNotFoundError(f"No checkpoint in {model_dir}/checkpoints: train first.")
+  restored = _restore(tf.train.Checkpoint(model=model, ema=ema), model_dir, checkpoint)
   has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
   if weights == "ema" and not has_average:
     raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
@@ -62,6 +61,24 @@ def restore_model(model_dir: str, weights: str = "auto"):
     ema.copy_to(variables)
     return model, card.sample_rate, "ema"
   return model, card.sample_rate, "raw"
+
+
+def _restore(state: tf.train.Checkpoint, model_dir: str, checkpoint: str) -> str:
+  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `state`; its path."""
+  if checkpoint not in ("latest", "best"):
+    try:
+      state.restore(checkpoint).expect_partial()
+    except (tf.errors.OpError, ValueError) as e:
+      raise checkpoints.CheckpointError(f"--checkpoint={checkpoint} cannot be restored "
+                                        f"({files.reason(e)}).") from None
+    return checkpoint
+  directory = os.path.join(model_dir, best.BEST_DIR if checkpoint == "best"
+                           else checkpoints.CHECKPOINT_DIR)
+  restored = checkpoints.restore_newest_intact(state, directory, partial=True)
+  if restored is None:
+    hint = "train with --keep_best=METRIC" if checkpoint == "best" else "train first"
+    raise FileNotFoundError(f"No checkpoint in {directory}: {hint}.")
+  return restored
 
 
 # What tf.saved_model.save writes: a directory holding only these is an earlier export.
@@ -95,16 +112,16 @@ def check_output(model_dir: str, output: str, *, overwrite: bool):
 
 
 def export(model_dir: str, output: str, *, overwrite: bool = False,
-           weights: str = "auto") -> str:
+           weights: str = "auto", checkpoint: str = "latest") -> str:
   """Writes the SavedModel to `output`; returns `output`.
 
   It is written under a temporary name beside `output` and renamed into place
   when complete; an earlier export is replaced only with `overwrite`, and
-  nothing else (least of all the model_dir) is ever removed. `weights`: see
-  `restore_model`.
+  nothing else (least of all the model_dir) is ever removed. `weights` and
+  `checkpoint`: see `restore_model`.
   """
   check_output(model_dir, output, overwrite=overwrite)
-  model, sample_rate, used = restore_model(model_dir, weights)
+  model, sample_rate, used = restore_model(model_dir, weights, checkpoint)
   logging.info("Exporting the %s weights of %s.", used, model_dir)
   module = ExportedDenoiser(model, sample_rate)
   output = output.rstrip("/")
@@ -146,7 +163,7 @@ def main(argv):
   del argv
   try:
     path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
-                  weights=FLAGS.weights)
+                  weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
   except checks.ArgumentError as e:
     sys.exit(f"trainer.export: {e.flag()}")
   except (ValueError, OSError, checkpoints.CheckpointError) as e:
@@ -161,5 +178,7 @@ if __name__ == "__main__":
   flags.DEFINE_enum("weights", "auto", list(WEIGHTS), "ema: the run's moving average of the "
                     "weights (--ema_decay); raw: the trained weights; auto: ema if the run "
                     "kept one.")
+  flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "
+                      "--keep_best) or a checkpoint path (runs/x/checkpoints/ckpt-2000).")
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main)

@@ -14,6 +14,7 @@ from trainer import denoise
 from trainer import export
 from trainer import optim
 from trainer import step
+from trainer.loop import best
 from trainer.models import card as card_lib
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
@@ -183,6 +184,24 @@ class ExportTest(tf.test.TestCase):
       loaded = tf.saved_model.load(export.export(
           self.model_dir, os.path.join(self.out_dir, weights), weights=weights))
       self.assertAllClose(loaded.denoise(x), want(x), rtol=1e-5, atol=1e-6)
+
+  def test_the_best_or_a_named_checkpoint_is_exported(self):
+    with self.assertRaisesRegex(FileNotFoundError, "No checkpoint in .*best: train with "
+                                "--keep_best=METRIC"):
+      export.export(self.model_dir, os.path.join(self.out_dir, "none"), checkpoint="best")
+    state = tf.train.Checkpoint(model=self.model)
+    first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
+    for variable in self.model.trainable_variables:
+      variable.assign(variable * 2.0)
+    best.KeepBest(state, self.model_dir, "si_sdr")(5, dict(si_sdr=10.0))
+    x = tf.random.normal([1, 1234])
+    loaded = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "b"),
+                                               checkpoint="best"))
+    scale = float(tf.reduce_max(tf.abs(self.model(x))))  # doubled weights: large outputs
+    self.assertAllClose(loaded.denoise(x), self.model(x), atol=1e-5 * scale)
+    named = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "n"),
+                                              checkpoint=first))
+    self.assertNotAllClose(named.denoise(x), self.model(x))
 
   def test_a_failed_replacement_keeps_the_earlier_export(self):
     saved_model_pb = os.path.join(self.saved, "saved_model.pb")

@@ -11,6 +11,7 @@ import tensorflow as tf
 from common import checks
 from common import progress
 from trainer.loop import actions
+from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
 from trainer.loop import summaries
@@ -21,6 +22,7 @@ class Outcome(str, enum.Enum):
   COMPLETED = "completed"
   END_OF_DATA = "end of data"  # the iterator ran out before train_steps
   STOPPED = "stopped"  # a signal, here or on another worker: see Controller.stopped_by
+  EARLY_STOPPED = "early stopped"  # no new best eval for early_stop patience evals
   EVALUATED = "evaluated"
 
 
@@ -57,6 +59,10 @@ class Controller:
     evaluate: the periodic eval (`evaluate(step)`; it remembers `last_step`).
     agree: turns this worker's stop request into the cluster's decision
       (`actions.stop_agreement`); a lone worker decides alone.
+    keep_best: after each eval while training, keeps the best checkpoint
+      (`best.KeepBest`).
+    early_stop: with `keep_best`, ends training after its patience of evals
+      without a new best (`best.EarlyStop`; every worker sees the same evals).
     log: where progress lines go.
   """
 
@@ -64,11 +70,15 @@ class Controller:
                config: LoopConfig, *, summary_dir: str,
                evaluate: Optional[periodic_eval.PeriodicEval] = None,
                agree: Callable[[bool], bool] = lambda stop_here: stop_here,
-               log: Callable[[str], None] = logging.info):
+               log: Callable[[str], None] = logging.info,
+               keep_best: Optional[best.KeepBest] = None,
+               early_stop: Optional[best.EarlyStop] = None):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
     self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
     self._summary_dir = summary_dir
     self._profiler = actions.Profiler(config.profile_steps, summary_dir, log=log)
+    self._keep_best, self._early_stop = keep_best, early_stop
+    self._early_stopped = False
     self.stopped_by: Optional[str] = None
 
   @property
@@ -87,8 +97,18 @@ class Controller:
                       lambda step: checkpoints.save(self._manager, step)),
     ]
     if self._evaluate is not None:
-      chunk_actions.append(actions.every(config.eval_every, self._evaluate))
+      chunk_actions.append(actions.every(config.eval_every, self._evaluate_and_judge))
     return chunk_actions
+
+  def _evaluate_and_judge(self, step: int):
+    """The periodic eval, then the best checkpoint and the early-stop decision."""
+    results = self._evaluate(step)
+    if self._keep_best is not None:
+      improved = self._keep_best(step, results)
+      if self._early_stop is not None and self._early_stop(improved):
+        self._log(f"No new best {self._keep_best.metric} in {self._early_stop.patience} "
+                  f"evals; stopping early at step {step} (best: {self._keep_best.best}).")
+        self._early_stopped = True
 
   def _run_chunk(self, step: int) -> actions.Chunk:
     wanted = min(self._config.steps_per_loop, self._config.train_steps - step)
@@ -128,6 +148,9 @@ class Controller:
           if chunk.out_of_data:
             outcome = Outcome.END_OF_DATA
             break
+          if self._early_stopped:
+            outcome = Outcome.EARLY_STOPPED
+            break
           if self._agree(stop["signal"] is not None):
             self.stopped_by = stop["signal"] or "stopped with the other workers"
             outcome = Outcome.STOPPED
@@ -151,6 +174,6 @@ class Controller:
     outcome = self.train()
     if (outcome == Outcome.COMPLETED and self._evaluate is not None
         and self._evaluate.last_step != self.step):
-      self._evaluate(self.step)
+      self._evaluate_and_judge(self.step)
     return outcome
 

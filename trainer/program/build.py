@@ -23,6 +23,7 @@ from trainer import step as step_lib
 from trainer.evaluation import evaluator as evaluator_lib
 from trainer.evaluation import losses
 from trainer.loop import actions
+from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import controller as controller_lib
 from trainer.loop import periodic_eval
@@ -107,6 +108,12 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
     raise ValueError(f"--mode={run.mode} needs a trained model, but {run.model_dir} holds no "
                      "checkpoint: train first (--mode=train), or pass the --model_dir of a "
                      "trained run.")
+  if run.early_stop_patience and not run.keep_best:
+    raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
+                               "needs --keep_best=METRIC, the metric it watches.")
+  if run.keep_best and job.evaluator is None:
+    raise checks.ArgumentError("keep_best", run.keep_best, "needs an eval split "
+                               "(--eval_split) to score checkpoints on.")
   evaluate = None
   if job.evaluator is not None:
     ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
@@ -124,7 +131,10 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
       job.train_step, iterator, manager, job.loop, evaluate=evaluate,
       summary_dir=os.path.join(job.out_dir, "train"),
       agree=actions.stop_agreement(job.strategy) if job.workers > 1
-      else lambda stop_here: stop_here)
+      else lambda stop_here: stop_here,
+      keep_best=best.KeepBest(job.checkpoint, job.out_dir, run.keep_best) if run.keep_best
+      else None,
+      early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None)
 
 
 def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.LoopConfig:

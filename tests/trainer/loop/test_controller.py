@@ -3,7 +3,6 @@
 import dataclasses
 import glob
 import os
-import types
 
 import numpy as np
 import tensorflow as tf
@@ -14,66 +13,23 @@ from trainer.loop import controller
 from tests import helpers
 
 
-class ScriptedStep:
-  """Reports, chunk by chunk, its longest run of non-finite steps (with a finite loss)."""
-
-  def __init__(self, longest_streaks, *, batches=10**9):
-    self.global_step = tf.Variable(0, dtype=tf.int64)
-    self.loss_scale = types.SimpleNamespace(skipped_steps=tf.Variable(0, dtype=tf.int64))
-    self._streaks = list(longest_streaks)
-    self._batches = batches
-
-  def __call__(self, iterator, num_steps):
-    del iterator
-    ran = min(num_steps, self._batches)
-    self._batches -= ran
-    self.global_step.assign_add(ran)
-    streak = float(self._streaks.pop(0))
-    return dict(global_step=self.global_step, skipped_steps=self.loss_scale.skipped_steps,
-                steps=tf.constant(float(ran)), skipped_in_call=tf.constant(0.0),
-                nonfinite_streak=tf.constant(streak), longest_nonfinite_streak=tf.constant(streak),
-                loss=tf.constant(0.5), grad_norm=tf.constant(1.0),
-                learning_rate=tf.constant(1e-3), loss_scale=tf.constant(1.0),
-                replica_loss_sum=tf.constant([2.5]), replica_examples=tf.constant([5.0]),
-                replica_grad_norm=tf.constant([1.0]), replica_nonfinite=tf.constant([0.0]))
-
-
-class Manager:
-  """Records the checkpoint numbers saved, as tf.train.CheckpointManager names them."""
-  latest_checkpoint = "ckpt-0"
-
-  def __init__(self):
-    self.saved = []
-
-  def save(self, checkpoint_number):
-    self.saved.append(checkpoint_number)
-    self.latest_checkpoint = f"ckpt-{checkpoint_number}"
-
-
-def config(train_steps=20, max_skipped_steps=4, steps_per_loop=5, **profile):
-  return controller.LoopConfig(train_steps=train_steps, steps_per_loop=steps_per_loop,
-                               log_every=100,
-                               checkpoint_every=100, eval_every=0,
-                               max_skipped_steps=max_skipped_steps, examples_per_step=1,
-                               audio_seconds_per_example=1.0, **profile)
-
-
 class LoopTest(tf.test.TestCase):
 
   def run_loop(self, step, manager=None, log=lambda _: None, **kwargs):
-    return controller.Controller(step, None, manager or Manager(), config(**kwargs),
+    return controller.Controller(step, None, manager or helpers.ScriptedManager(),
+                                 helpers.loop_config(**kwargs),
                                  summary_dir=self.create_tempdir().full_path, log=log).train()
 
   def test_the_end_of_the_data_stops_the_loop_and_saves_where_it_stopped(self):
-    manager, lines = Manager(), []
-    step = ScriptedStep([0, 0, 0, 0], batches=12)
+    manager, lines = helpers.ScriptedManager(), []
+    step = helpers.ScriptedStep([0, 0, 0, 0], batches=12)
     self.assertEqual(self.run_loop(step, manager, log=lines.append), "end of data")
     self.assertEqual((int(step.global_step.numpy()), manager.saved), (12, [12]))
     self.assertTrue(any("ran out at step 12, before train_steps=20" in l for l in lines))
 
   def test_data_ending_on_a_chunk_boundary_stops_after_an_empty_call(self):
-    manager = Manager()
-    step = ScriptedStep([0, 0, 0, 0], batches=10)
+    manager = helpers.ScriptedManager()
+    step = helpers.ScriptedStep([0, 0, 0, 0], batches=10)
     self.assertEqual(self.run_loop(step, manager), "end of data")
     self.assertEqual((int(step.global_step.numpy()), manager.saved), (10, [10]))
 
@@ -81,21 +37,21 @@ class LoopTest(tf.test.TestCase):
     with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row by step 5 "
                                 r"\(max_skipped_steps=4\); stopping. The last good checkpoint "
                                 "is ckpt-0"):
-      self.run_loop(ScriptedStep([4, 0, 0, 0]))
+      self.run_loop(helpers.ScriptedStep([4, 0, 0, 0]))
 
   def test_the_final_checkpoint_is_saved_once(self):
-    manager = Manager()
+    manager = helpers.ScriptedManager()
     loop = controller.Controller(
-        ScriptedStep([0] * 4), None, manager,
-        dataclasses.replace(config(), checkpoint_every=10),
+        helpers.ScriptedStep([0] * 4), None, manager,
+        dataclasses.replace(helpers.loop_config(), checkpoint_every=10),
         summary_dir=self.create_tempdir().full_path, log=lambda _: None)
     self.assertEqual(loop.train(), "completed")
     self.assertEqual(manager.saved, [10, 20])
 
   def test_a_finished_run_is_not_saved_again(self):
-    manager = Manager()
+    manager = helpers.ScriptedManager()
     manager.latest_checkpoint = "ckpt-20"
-    step = ScriptedStep([0])
+    step = helpers.ScriptedStep([0])
     step.global_step.assign(20)
     self.assertEqual(self.run_loop(step, manager), "completed")
     self.assertEqual(manager.saved, [])
@@ -116,8 +72,8 @@ class SkipStreakTest(tf.test.TestCase):
     strategy = tf.distribute.get_strategy()
     _, train_step = helpers.build(strategy, jit_compile=False)
     loop = controller.Controller(
-        train_step, helpers.iterator(strategy, poisoned(bad_steps), 8), Manager(),
-        config(**kwargs), summary_dir=self.create_tempdir().full_path, log=lambda _: None)
+        train_step, helpers.iterator(strategy, poisoned(bad_steps), 8), helpers.ScriptedManager(),
+        helpers.loop_config(**kwargs), summary_dir=self.create_tempdir().full_path, log=lambda _: None)
     return loop.train(), train_step
 
   def test_scattered_skips_in_one_chunk_are_not_a_streak(self):
@@ -177,8 +133,8 @@ class ProfileTest(tf.test.TestCase):
     step = CountingStep(train_step)
     logdir = self.create_tempdir().full_path
     outcome = controller.Controller(
-        step, helpers.iterator(strategy, helpers.data(), 8), Manager(),
-        config(train_steps=15, profile_steps=(7, 10)), summary_dir=logdir,
+        step, helpers.iterator(strategy, helpers.data(), 8), helpers.ScriptedManager(),
+        helpers.loop_config(train_steps=15, profile_steps=(7, 10)), summary_dir=logdir,
         log=lambda _: None).train()
     self.assertEqual(outcome, controller.Outcome.COMPLETED)
     self.assertEqual(step.calls, [5, 2, 1, 1, 1, 5])  # one step per call inside the window

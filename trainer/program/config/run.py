@@ -60,6 +60,12 @@ class RunConfig:
   eval_perceptual_examples: int = flag(32, "Eval examples scored with PESQ and STOI on the "
                                        "host (needs pip install -e '.[metrics]'; 0: none).")
   max_skipped_steps: int = flag(50, "Stop after this many non-finite steps in a row.")
+  keep_best: str = flag("", "Keep the checkpoint with the best value of this eval metric "
+                        "(si_sdr, si_sdr_improvement, pesq, stoi: higher is better; loss: "
+                        "lower) in model_dir/best/, never removed by --keep_checkpoints "
+                        "('': off).")
+  early_stop_patience: int = flag(0, "With --keep_best: stop after this many evals in a row "
+                                  "without a new best (0: never).")
   seed: int = flag(0, "Seed of model init, input order and augmentation draws.")
   jit_compile: str = flag("auto", "XLA-compile each replica's step. auto: on for GPUs, off "
                           "on CPUs (measured here: the default model's step runs 2x slower "

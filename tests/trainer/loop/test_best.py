@@ -1,0 +1,76 @@
+"""Tests for trainer.loop.best in the controller: the best checkpoint outlives max_to_keep, early stopping ends the run."""
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+from tests import helpers
+from trainer.loop import best
+from trainer.loop import checkpoints
+from trainer.loop import controller
+
+
+class ScriptedEval:
+  """`evaluate(step)` returning scripted SI-SDRs, one per eval."""
+
+  def __init__(self, values):
+    self._values, self.last_step, self.steps = list(values), None, []
+
+  def __call__(self, step):
+    self.last_step = step
+    self.steps.append(step)
+    return dict(si_sdr=self._values.pop(0), loss=0.0)
+
+
+class BestTest(tf.test.TestCase):
+
+  def run_loop(self, values, *, patience=None, train_steps=60):
+    model_dir = self.create_tempdir().full_path
+    step = helpers.ScriptedStep([0] * 100)
+    weight = tf.Variable(0.0)
+    state = tf.train.Checkpoint(v=weight, global_step=step.global_step)
+    manager = checkpoints.manager(state, model_dir, max_to_keep=1)
+    evaluate = ScriptedEval(values)
+    config = dataclasses.replace(helpers.loop_config(train_steps=train_steps),
+                                 eval_every=10, checkpoint_every=10)
+    loop = controller.Controller(
+        step, None, manager, config, summary_dir=self.create_tempdir().full_path, evaluate=evaluate,
+        log=lambda _: None, keep_best=best.KeepBest(state, model_dir, "si_sdr"),
+        early_stop=best.EarlyStop(patience) if patience else None)
+    return loop.train_and_evaluate(), model_dir, evaluate
+
+  def test_the_best_checkpoint_outlives_max_to_keep(self):
+    outcome, model_dir, evaluate = self.run_loop([10.0, 12.0, 11.0, 9.0, 11.5, 8.0])
+    self.assertEqual(outcome, "completed")
+    self.assertEqual(evaluate.steps, [10, 20, 30, 40, 50, 60])
+    with open(os.path.join(model_dir, "best", "best.json")) as f:
+      kept = json.load(f)
+    self.assertEqual((kept["metric"], kept["value"], kept["step"]), ("si_sdr", 12.0, 20))
+    self.assertTrue(tf.io.gfile.exists(kept["checkpoint"] + ".index"))
+    self.assertEqual(tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")),
+                     os.path.join(model_dir, "checkpoints", "ckpt-60"))  # only the last kept
+    reader = tf.train.load_checkpoint(kept["checkpoint"])
+    self.assertEqual(int(reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE")), 20)
+
+  def test_no_new_best_for_patience_evals_stops_early(self):
+    outcome, model_dir, evaluate = self.run_loop([10.0, 12.0, 11.0, 11.5, 13.0], patience=2)
+    self.assertEqual(outcome, "early stopped")
+    self.assertEqual(evaluate.steps, [10, 20, 30, 40])
+    with open(os.path.join(model_dir, "best", "best.json")) as f:
+      self.assertEqual(json.load(f)["step"], 20)
+
+  def test_lower_is_better_for_the_loss_and_an_unknown_metric_is_named(self):
+    state = tf.train.Checkpoint(v=tf.Variable(0.0))
+    keep = best.KeepBest(state, self.create_tempdir().full_path, "loss")
+    self.assertTrue(keep(1, dict(loss=2.0)))
+    self.assertFalse(keep(2, dict(loss=3.0)))
+    self.assertTrue(keep(3, dict(loss=1.0)))
+    with self.assertRaisesRegex(ValueError, "keep_best=pesq is not an eval metric; use one "
+                                "of loss"):
+      best.KeepBest(state, self.create_tempdir().full_path, "pesq")(1, dict(loss=1.0))
+
+
+if __name__ == "__main__":
+  tf.test.main()

@@ -1,0 +1,66 @@
+"""The best checkpoint by an eval metric (kept apart, never removed by max_to_keep) and early stopping on it."""
+
+import json
+import os
+from typing import Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from common import checks
+from common import files
+
+BEST_DIR = "best"
+BEST_FILE = "best.json"
+LOWER_IS_BETTER = ("loss",)  # every other eval metric (si_sdr, pesq, stoi, ...) is higher
+
+
+class KeepBest:
+  """After each eval, saves the weights to `model_dir/best/` if `metric` improved there.
+
+  `model_dir/best/best.json` holds `{metric, value, step, checkpoint}`; a
+  resumed run continues from it. The best checkpoint lives in its own
+  directory (one kept), so the run's `max_to_keep` never removes it.
+  """
+
+  def __init__(self, checkpoint: tf.train.Checkpoint, model_dir: str, metric: str):
+    self.metric = metric
+    self._higher = metric not in LOWER_IS_BETTER
+    self._dir = os.path.join(model_dir, BEST_DIR)
+    self._manager = tf.train.CheckpointManager(checkpoint, self._dir, max_to_keep=1)
+    self.best = self._stored()
+
+  def _stored(self) -> Optional[Dict]:
+    path = os.path.join(self._dir, BEST_FILE)
+    if not tf.io.gfile.exists(path):
+      return None
+    with tf.io.gfile.GFile(path) as f:
+      best = json.load(f)
+    return best if best.get("metric") == self.metric else None
+
+  def __call__(self, step: int, results: Dict[str, float]) -> bool:
+    """Whether `results` improved the metric (then the weights were saved)."""
+    if self.metric not in results:
+      raise checks.ArgumentError("keep_best", self.metric, "is not an eval metric; use one of "
+                                 f"{', '.join(sorted(results))}.")
+    value = float(results[self.metric])
+    if self.best is not None and not (value > self.best["value"] if self._higher
+                                      else value < self.best["value"]):
+      return False
+    path = self._manager.save(checkpoint_number=step)
+    self.best = dict(metric=self.metric, value=value, step=step, checkpoint=path)
+    files.write_json(os.path.join(self._dir, BEST_FILE), self.best)
+    logging.info("New best %s %.4f at step %d: %s", self.metric, value, step, path)
+    return True
+
+
+class EarlyStop:
+  """Asks to stop after `patience` evals in a row without a new best."""
+
+  def __init__(self, patience: int):
+    self.patience = checks.at_least("early_stop_patience", patience, 1)
+    self.without_improvement = 0
+
+  def __call__(self, improved: bool) -> bool:
+    self.without_improvement = 0 if improved else self.without_improvement + 1
+    return self.without_improvement >= self.patience
