@@ -203,8 +203,8 @@ class ExponentialMovingAverage(tf.Module):
     decay = self.current_decay()
 
     def update(average, variable, finite, decay):
-      return average.assign(tf.where(finite, decay * average + (1.0 - decay) * variable,
-                                     average))
+      decay = tf.where(finite, decay, 1.0)  # a skipped step leaves the average as it is
+      return average.assign(decay * average + (1.0 - decay) * variable)
 
     for average, variable in zip(self.average, variables):
       strategy.extended.update(average, update, args=(variable, finite, decay), group=False)
