@@ -152,7 +152,7 @@ class TrainStep:
       self._streak = _counter("nonfinite_streak")
     self._check_in_scope()
     self._loss_fn, self._augment, self._seed = loss_fn, augment, seed
-    self._compute = tf.function(self._replica_compute, jit_compile=jit_compile)
+    self._compute = tf.function(self._accumulate, jit_compile=jit_compile)
     self._loop = tf.function(self._train_loop)
 
   def _trainable_variables(self, precision: str) -> list:
@@ -239,9 +239,8 @@ class TrainStep:
         replica_grad_norm=sums["replica_grad_norm"] / tf.maximum(steps, 1.0),
         replica_nonfinite=sums["replica_nonfinite"])
 
-  def _replica_compute(self, batch, seed, scale):
-    """Augment, forward, loss and backward of one micro-batch on this replica (the
-    XLA-compiled part)."""
+  def _micro_step(self, batch, seed, scale):
+    """Augment, forward, loss and backward of one micro-batch on this replica."""
     noisy, clean = batch["noisy"], batch["clean"]
     if self._augment is not None:
       noisy, clean = self._augment(noisy, clean, seed)
@@ -288,14 +287,14 @@ class TrainStep:
       return {k: tf.identity(v) for k, v in batch.items()}
 
   def _accumulate(self, batches, seed, scale):
-    """Augment/forward/backward over this replica's micro-batches: their summed (scaled)
+    """This replica's micro-batches (the XLA-compiled part): their summed (scaled)
     gradients, loss sum and examples, the norm of its unscaled contribution, and whether
     every gradient was finite."""
     grads, loss_sum, examples, finite = None, 0.0, 0.0, tf.constant(True)
     for k, batch in enumerate(batches):
       micro_seed = seed if len(batches) == 1 else stateless.fold_in(seed, k)
-      micro_grads, micro_loss, micro_examples, micro_finite = self._compute(
-          self._check_replica_batch(batch), micro_seed, scale)
+      micro_grads, micro_loss, micro_examples, micro_finite = self._micro_step(
+          batch, micro_seed, scale)
       grads = micro_grads if grads is None else [a + b for a, b in zip(grads, micro_grads)]
       loss_sum, examples = loss_sum + micro_loss, examples + micro_examples
       finite = tf.logical_and(finite, micro_finite)
@@ -306,8 +305,8 @@ class TrainStep:
     seed = stateless.fold_in(stateless.fold_in([self._seed, 0x5EED], self.global_step),
                              context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)
-    grads, loss_sum, examples, local_norm, local_finite = self._accumulate(batches, seed,
-                                                                           scale)
+    batches = tuple(self._check_replica_batch(batch) for batch in batches)  # outside XLA
+    grads, loss_sum, examples, local_norm, local_finite = self._compute(batches, seed, scale)
     reduced = context.all_reduce(
         tf.distribute.ReduceOp.SUM, list(grads) + [loss_sum, examples],
         options=tf.distribute.experimental.CommunicationOptions(bytes_per_pack=_PACK_BYTES))
