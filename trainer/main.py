@@ -18,9 +18,9 @@ import tensorflow as tf
 from common import checks
 from input import pipeline
 from input import records
-from trainer.loop import actions
 from trainer.loop import checkpoints
 from trainer.loop import lock
+from trainer.loop import recovery
 from trainer.program import build
 from trainer.program import diagnose
 from trainer.program import flagfiles
@@ -89,7 +89,7 @@ def main(argv):
     outcome = run(configs)
   except checks.ArgumentError as e:
     sys.exit(f"trainer.main: {e.flag()}")
-  except (ValueError, OSError, actions.NonFiniteLoss, checkpoints.CheckpointError,
+  except (ValueError, OSError, recovery.Diverged, checkpoints.CheckpointError,
           lock.LockedError) as e:
     sys.exit(f"trainer.main: {e}")
   except tf.errors.DataLossError as e:

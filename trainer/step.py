@@ -122,7 +122,8 @@ class TrainStep:
 
   Attributes: `model`, `optimizer`, `loss_scale`, `global_step` (int64,
   advanced once per attempted step) and `ema` (or None) - everything a
-  checkpoint needs.
+  checkpoint needs - and `reseeds` (int64, set by `reseed`: which round of
+  augmentation draws the steps take).
   """
 
   def __init__(self, *, model, loss_fn: LossFn, optimizer: optim.Optimizer,
@@ -150,6 +151,7 @@ class TrainStep:
       self.global_step = _check_global_step(global_step) if global_step is not None else (
           _counter("global_step"))
       self._streak = _counter("nonfinite_streak")
+      self.reseeds = _counter("reseeds")
     self._check_in_scope()
     self._loss_fn, self._augment, self._seed = loss_fn, augment, seed
     self._compute = tf.function(self._accumulate, jit_compile=jit_compile)
@@ -177,6 +179,13 @@ class TrainStep:
         raise ValueError(
             f"The {kind} {variable.name} was created outside this strategy's scope. Create "
             "the model, optimizer and loss scale under `with strategy.scope():`.")
+
+  def reseed(self, round_: int):
+    """Moves the augmentation draws to round `round_` (0: the original ones) and forgets the
+    non-finite streak: after a recovery restored a checkpoint, the steps it repeats must not
+    replay the draws that diverged."""
+    self.reseeds.assign(checks.at_least("reseeds", round_, 0))
+    self._streak.assign(0)
 
   def __call__(self, iterator, num_steps: Optional[int] = None) -> Dict[str, tf.Tensor]:
     """Runs `num_steps` (default `steps_per_loop`) steps; returns the loop's metrics.
@@ -302,7 +311,8 @@ class TrainStep:
 
   def _replica_step(self, batches):
     context = tf.distribute.get_replica_context()
-    seed = stateless.fold_in(stateless.fold_in([self._seed, 0x5EED], self.global_step),
+    base = tf.stack([tf.constant(self._seed, tf.int64), 0x5EED + self.reseeds])
+    seed = stateless.fold_in(stateless.fold_in(base, self.global_step),
                              context.replica_id_in_sync_group)
     scale = tf.identity(self.loss_scale.scale)
     batches = tuple(self._check_replica_batch(batch) for batch in batches)  # outside XLA

@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -89,6 +90,27 @@ class TrainEndToEndTest(tf.test.TestCase):
     self.assertEqual(straight.keys(), resumed.keys())
     for name in straight:
       self.assertAllClose(straight[name], resumed[name], rtol=1e-5, atol=1e-6, msg=name)
+
+  def test_a_run_that_keeps_diverging_recovers_then_stops_with_its_checkpoints(self):
+    model_dir = os.path.join(self.root, "diverging")
+    shutil.copytree(os.path.join(self.root, "straight"), model_dir)
+    before = model_weights(model_dir)
+    result = run_main(*TINY, f"--synthetic_dir={self.root}/synthetic", f"--model_dir={model_dir}",
+                      "--train_steps=40", "--learning_rate=1000", "--divergence_loss=-5",
+                      "--recover_attempts=2")
+    self.assertEqual(result.returncode, 1, result.stderr[-3000:])
+    last_line = result.stderr.strip().splitlines()[-1]
+    self.assertRegex(last_line, r"^trainer.main: Training diverged: loss \S+ over steps 21-25 "
+                     r"is above divergence_loss=-5, after 2 recoveries \(recover_attempts=2\); "
+                     "stopping. The checkpoints are intact.")
+    self.assertEqual(len(re.findall("Recovery [12] of 2: restored .*ckpt-20 \\(step 20\\); "
+                                    "training on with fresh data", result.stderr)), 2)
+    with open(os.path.join(model_dir, "recoveries.json")) as f:
+      self.assertEqual([r["step"] for r in json.load(f)["recoveries"]], [25, 25])
+    after = model_weights(model_dir)  # nothing diverged was saved
+    self.assertEqual(after.keys(), before.keys())
+    for name in before:
+      self.assertAllEqual(after[name], before[name], msg=name)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""What the controller does between calls of the step: skip guard, summaries, progress, periodic work, profiling, stop requests."""
+"""What the controller does between calls of the step: the chunk it reports, progress, periodic work, profiling, stop requests."""
 
 import contextlib
 import dataclasses
@@ -10,10 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from common import progress
-
-
-class NonFiniteLoss(RuntimeError):
-  """Training produced non-finite steps for too long; the last good checkpoint is kept."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,23 +40,6 @@ class Chunk:
   def crossed(self, every: int) -> bool:
     """Whether a multiple of `every` (> 0) lies in (before, after]."""
     return every > 0 and self.after // every > self.before // every
-
-
-class SkipGuard:
-  """Raises NonFiniteLoss once `max_in_a_row` steps in a row were non-finite (skipped, or
-  with a non-finite loss), counted step by step across chunks by the step itself."""
-
-  def __init__(self, max_in_a_row: int, last_good: Callable[[], Optional[str]]):
-    self._max, self._last_good = max_in_a_row, last_good
-
-  def __call__(self, chunk: Chunk):
-    longest = int(chunk.metrics["longest_nonfinite_streak"])
-    if longest >= self._max:
-      raise NonFiniteLoss(
-          f"{longest} non-finite steps in a row by step {chunk.after} "
-          f"(max_skipped_steps={self._max}); stopping. The last good checkpoint is "
-          f"{self._last_good()}. Lower the learning rate, clip gradients, or use dynamic "
-          "loss scaling.")
 
 
 class ProgressLog:

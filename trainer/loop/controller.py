@@ -2,6 +2,7 @@
 
 import dataclasses
 import enum
+import math
 import time
 from typing import Callable, Optional, Tuple
 
@@ -14,6 +15,7 @@ from trainer.loop import actions
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
+from trainer.loop import recovery as recovery_lib
 from trainer.loop import summaries
 
 
@@ -38,12 +40,19 @@ class LoopConfig:
   examples_per_step: int
   audio_seconds_per_example: float
   profile_steps: Optional[Tuple[int, int]] = None
+  divergence_loss: Optional[float] = None  # a chunk's mean loss above it diverged
+  divergence_rise: Optional[float] = None  # ... or this far above its running median
 
   def __post_init__(self):
     for name in ("train_steps", "steps_per_loop", "log_every", "checkpoint_every",
                  "max_skipped_steps", "examples_per_step"):
       checks.at_least(name, getattr(self, name), 1)
     checks.at_least("eval_every", self.eval_every, 0)
+    if self.divergence_loss is not None and not math.isfinite(self.divergence_loss):
+      raise checks.ArgumentError("divergence_loss", self.divergence_loss,
+                                 "must be a finite number (leave it unset for no bound).")
+    if self.divergence_rise is not None:
+      checks.positive("divergence_rise", self.divergence_rise)
 
 
 class Controller:
@@ -63,6 +72,9 @@ class Controller:
       (`best.KeepBest`).
     early_stop: with `keep_best`, ends training after its patience of evals
       without a new best (`best.EarlyStop`; every worker sees the same evals).
+    recovery: what a diverged chunk (`recovery.DivergenceGuard` with the
+      config's bounds) calls to restore a checkpoint and restart the input
+      (`recovery.Recovery`); without it a divergence stops training.
     log: where progress lines go.
   """
 
@@ -72,25 +84,27 @@ class Controller:
                agree: Callable[[bool], bool] = lambda stop_here: stop_here,
                log: Callable[[str], None] = logging.info,
                keep_best: Optional[best.KeepBest] = None,
-               early_stop: Optional[best.EarlyStop] = None):
+               early_stop: Optional[best.EarlyStop] = None,
+               recovery: Optional[recovery_lib.Recovery] = None):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
     self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
     self._summary_dir = summary_dir
     self._profiler = actions.Profiler(config.profile_steps, summary_dir, log=log)
     self._keep_best, self._early_stop = keep_best, early_stop
     self._early_stopped = False
+    self._guard = recovery_lib.DivergenceGuard(
+        config.max_skipped_steps, max_loss=config.divergence_loss,
+        max_rise=config.divergence_rise)
+    self._recovery = recovery
     self.stopped_by: Optional[str] = None
 
   @property
   def step(self) -> int:
     return int(self._train_step.global_step.numpy())
 
-  def _actions(self, writer):
+  def _actions(self, writer, meter: progress.Progress):
     config = self._config
-    meter = progress.Progress("train", config.train_steps, "steps", log=self._log)
-    meter.restart(self.step)
     chunk_actions = [
-        actions.SkipGuard(config.max_skipped_steps, lambda: self._manager.latest_checkpoint),
         summaries.TrainSummaries(writer),
         actions.ProgressLog(meter, every=config.log_every, train_steps=config.train_steps),
         actions.every(config.checkpoint_every,
@@ -109,6 +123,16 @@ class Controller:
         self._log(f"No new best {self._keep_best.metric} in {self._early_stop.patience} "
                   f"evals; stopping early at step {step} (best: {self._keep_best.best}).")
         self._early_stopped = True
+
+  def _recover(self, step: int, reason: str) -> int:
+    """Goes back to the newest checkpoint with a fresh input; returns the step restored."""
+    if self._recovery is None:
+      raise recovery_lib.Diverged(
+          f"Training diverged: {reason}; stopping. The last good checkpoint is "
+          f"{self._manager.latest_checkpoint}. Lower the learning rate, clip gradients, or "
+          "use dynamic loss scaling.")
+    self._iterator = self._recovery(step, reason)
+    return self.step
 
   def _run_chunk(self, step: int) -> actions.Chunk:
     wanted = min(self._config.steps_per_loop, self._config.train_steps - step)
@@ -129,23 +153,30 @@ class Controller:
     """Trains to `train_steps` (or the end of the data, or a stop request); saves at the end.
 
     Raises:
-      actions.NonFiniteLoss: after `max_skipped_steps` non-finite steps in a row.
+      recovery.Diverged: a chunk diverged (see `recovery.DivergenceGuard`) and no
+        recovery was left.
     """
     step, outcome = self.step, Outcome.COMPLETED
     if step >= self._config.train_steps:
       self._log(f"Already at step {step} >= train_steps={self._config.train_steps}; "
                 "nothing to train.")
     writer = tf.summary.create_file_writer(self._summary_dir)  # made only when training
-    chunk_actions = self._actions(writer)
+    meter = progress.Progress("train", self._config.train_steps, "steps", log=self._log)
+    meter.restart(step)
+    chunk_actions = self._actions(writer, meter)
     try:
       with actions.stop_requests() as stop:
         while step < self._config.train_steps:
           chunk = self._run_chunk(step)
           step = chunk.after
-          if chunk.ran:
+          reason = self._guard(chunk) if chunk.ran else None
+          if reason is not None:
+            step = self._recover(step, reason)
+            meter.restart(step)
+          elif chunk.ran:
             for action in chunk_actions:
               action(chunk)
-          if chunk.out_of_data:
+          if chunk.out_of_data and reason is None:
             outcome = Outcome.END_OF_DATA
             break
           if self._early_stopped:

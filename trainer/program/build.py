@@ -7,9 +7,10 @@ generated (minutes on first use), so a bad flag stops the program at once.
 import dataclasses
 import os
 import time
-from typing import Callable, Optional, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from common import checks
@@ -27,6 +28,7 @@ from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import controller as controller_lib
 from trainer.loop import periodic_eval
+from trainer.loop import recovery
 from trainer.models import card as card_lib
 from trainer.program import strategy as strategy_lib
 
@@ -46,7 +48,7 @@ class Job:
   train_step: step_lib.TrainStep
   checkpoint: tf.train.Checkpoint
   evaluator: Optional[evaluator_lib.Evaluator]
-  train_dataset_fn: Callable[[int], pipeline.DatasetFn]  # skip_steps -> dataset_fn
+  train_dataset_fn: Callable[..., pipeline.DatasetFn]  # (skip_steps, reseeds) -> dataset_fn
   loop: controller_lib.LoopConfig
 
 
@@ -94,6 +96,18 @@ def build(configs) -> Job:
       train_dataset_fn=train_dataset_fn, loop=loop)
 
 
+def _training_input(job: Job) -> Callable[[int], Iterator]:
+  """`start(step) -> iterator`: the distributed training input from global step `step`, in
+  the step's current round of draws (a recovery moves it on)."""
+
+  def start(step: int) -> Iterator:
+    dataset_fn = job.train_dataset_fn(step, int(job.train_step.reseeds.numpy()))
+    return iter(pipeline.distribute(job.strategy, dataset_fn,
+                                    per_replica_buffer=job.configs.data.per_replica_buffer))
+
+  return start
+
+
 def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
   """Restores the newest intact checkpoint and returns the job's controller; with `train`,
   also starts the training input and records the model card in config.json.
@@ -101,7 +115,7 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
   Raises:
     ValueError: not training, and there is no checkpoint to evaluate.
   """
-  run, data = job.configs.run, job.configs.data
+  run = job.configs.run
   manager = checkpoints.manager(job.checkpoint, run.model_dir, save_dir=job.out_dir,
                                 max_to_keep=run.keep_checkpoints)
   if not train and manager.latest_checkpoint is None:
@@ -121,11 +135,16 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
         job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
         clips=run.eval_clips,
         weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
-  iterator = None
+  iterator, recover = None, None
   if train:
-    start = int(job.train_step.global_step.numpy())
-    iterator = iter(pipeline.distribute(job.strategy, job.train_dataset_fn(start),
-                                        per_replica_buffer=data.per_replica_buffer))
+    start_input = _training_input(job)
+    recover = recovery.Recovery(
+        attempts=run.recover_attempts, train_step=job.train_step, model_dir=run.model_dir,
+        restore=lambda: checkpoints.restore_newest_intact(
+            job.checkpoint, os.path.join(run.model_dir, checkpoints.CHECKPOINT_DIR)),
+        restart_input=start_input, write=job.out_dir == run.model_dir)
+    job.train_step.reseed(len(recover.history))  # a resumed run keeps its fresh draws
+    iterator = start_input(int(job.train_step.global_step.numpy()))
     job.card.write(job.out_dir, replace=manager.latest_checkpoint is None)  # the run starts
   return controller_lib.Controller(
       job.train_step, iterator, manager, job.loop, evaluate=evaluate,
@@ -134,7 +153,8 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
       else lambda stop_here: stop_here,
       keep_best=best.KeepBest(job.checkpoint, job.out_dir, run.keep_best) if run.keep_best
       else None,
-      early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None)
+      early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None,
+      recovery=recover)
 
 
 def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.LoopConfig:
@@ -144,7 +164,8 @@ def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.Loo
       log_every=run.log_every, checkpoint_every=run.checkpoint_every,
       eval_every=run.eval_every, max_skipped_steps=run.max_skipped_steps,
       examples_per_step=run.global_batch_size * run.accumulate_steps,
-      audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps)
+      audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps,
+      divergence_loss=run.divergence_loss, divergence_rise=run.divergence_rise or None)
 
 
 def synthetic_dir(configs) -> str:
@@ -272,15 +293,18 @@ def _evaluator(configs, strategy, model, loss_fn,
       perceptual_examples=configs.run.eval_perceptual_examples)
 
 
-def _train_input(configs, manifest, host_reverb) -> Callable[[int], pipeline.DatasetFn]:
-  """`skip_steps -> dataset_fn` for the training input (`skip_steps` updates already taken,
-  each of `accumulate_steps` micro-batches)."""
+def _train_input(configs, manifest, host_reverb) -> Callable[..., pipeline.DatasetFn]:
+  """`(skip_steps, reseeds) -> dataset_fn` for the training input (`skip_steps` updates
+  already taken, each of `accumulate_steps` micro-batches; `reseeds`: the round of draws, 0
+  for the run's seed, another seed after each recovery)."""
   run, data = configs.run, configs.data
 
-  def dataset_fn(skip_steps: int = 0) -> pipeline.DatasetFn:
+  def dataset_fn(skip_steps: int = 0, reseeds: int = 0) -> pipeline.DatasetFn:
+    seed = run.seed if not reseeds else int(
+        np.random.SeedSequence([run.seed, reseeds]).generate_state(1)[0])
     return pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
         global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds or None,
-        shuffle_buffer_mb=data.shuffle_buffer_mb, seed=run.seed, reverb=host_reverb,
+        shuffle_buffer_mb=data.shuffle_buffer_mb, seed=seed, reverb=host_reverb,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
         deterministic=data.deterministic_input, skip_steps=skip_steps * run.accumulate_steps,
         data_service=data.data_service, data_service_sharding=data.data_service_sharding,

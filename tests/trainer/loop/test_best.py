@@ -1,6 +1,5 @@
 """Tests for trainer.loop.best in the controller: the best checkpoint outlives max_to_keep, early stopping ends the run."""
 
-import dataclasses
 import json
 import os
 
@@ -33,8 +32,7 @@ class BestTest(tf.test.TestCase):
     state = tf.train.Checkpoint(v=weight, global_step=step.global_step)
     manager = checkpoints.manager(state, model_dir, max_to_keep=1)
     evaluate = ScriptedEval(values)
-    config = dataclasses.replace(helpers.loop_config(train_steps=train_steps),
-                                 eval_every=10, checkpoint_every=10)
+    config = helpers.loop_config(train_steps=train_steps, eval_every=10, checkpoint_every=10)
     loop = controller.Controller(
         step, None, manager, config, summary_dir=self.create_tempdir().full_path, evaluate=evaluate,
         log=lambda _: None, keep_best=best.KeepBest(state, model_dir, "si_sdr"),

@@ -1,6 +1,5 @@
 """Tests for trainer.loop.controller: skip streaks and end of data with a scripted step, a real profile with step markers."""
 
-import dataclasses
 import glob
 import os
 
@@ -8,8 +7,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from trainer.loop import actions
 from trainer.loop import controller
+from trainer.loop import recovery
 from tests import helpers
 
 
@@ -34,16 +33,16 @@ class LoopTest(tf.test.TestCase):
     self.assertEqual((int(step.global_step.numpy()), manager.saved), (10, [10]))
 
   def test_a_long_enough_streak_stops_training(self):
-    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row by step 5 "
-                                r"\(max_skipped_steps=4\); stopping. The last good checkpoint "
-                                "is ckpt-0"):
+    with self.assertRaisesRegex(recovery.Diverged, "Training diverged: 4 non-finite steps in "
+                                r"a row by step 5 \(max_skipped_steps=4\); stopping. The last "
+                                "good checkpoint is ckpt-0"):
       self.run_loop(helpers.ScriptedStep([4, 0, 0, 0]))
 
   def test_the_final_checkpoint_is_saved_once(self):
     manager = helpers.ScriptedManager()
     loop = controller.Controller(
         helpers.ScriptedStep([0] * 4), None, manager,
-        dataclasses.replace(helpers.loop_config(), checkpoint_every=10),
+        helpers.loop_config(checkpoint_every=10),
         summary_dir=self.create_tempdir().full_path, log=lambda _: None)
     self.assertEqual(loop.train(), "completed")
     self.assertEqual(manager.saved, [10, 20])
@@ -83,7 +82,7 @@ class SkipStreakTest(tf.test.TestCase):
     self.assertEqual(int(train_step.loss_scale.skipped_steps.numpy()), 10)
 
   def test_a_streak_across_chunks_adds_up(self):
-    with self.assertRaisesRegex(actions.NonFiniteLoss, "4 non-finite steps in a row by step 20"):
+    with self.assertRaisesRegex(recovery.Diverged, "4 non-finite steps in a row by step 20"):
       self.run_real([8, 9, 10, 11], train_steps=30, steps_per_loop=10, max_skipped_steps=3)
 
   def test_the_step_reports_the_streak_across_calls(self):

@@ -110,7 +110,10 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       (["--profile_steps=10,5"], r"--profile_steps='10,5' needs 0 <= START < END"),
       (["--data_service=localhost:5050"], "--data_service=localhost:5050 must look like "
        "grpc://host:port"),
-      (["--data_service_timeout=0"], "--data_service_timeout=0.0 must be a positive number"))
+      (["--data_service_timeout=0"], "--data_service_timeout=0.0 must be a positive number"),
+      (["--recover_attempts=-1"], "--recover_attempts=-1 must be >= 0"),
+      (["--divergence_rise=-2"], "--divergence_rise=-2.0 must be >= 0"),
+      (["--divergence_loss=nan"], "--divergence_loss=nan must be a finite number"))
   def test_bad_values_name_the_flag(self, argv, error):
     data_dir = self.create_tempdir().full_path
     helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)

@@ -59,7 +59,17 @@ class RunConfig:
   eval_clips: int = flag(3, "Audio clips and spectrograms written per evaluation.")
   eval_perceptual_examples: int = flag(32, "Eval examples scored with PESQ and STOI on the "
                                        "host (needs pip install -e '.[metrics]'; 0: none).")
-  max_skipped_steps: int = flag(50, "Stop after this many non-finite steps in a row.")
+  max_skipped_steps: int = flag(50, "Diverged after this many non-finite steps in a row "
+                                "(see --recover_attempts).")
+  divergence_loss: Optional[float] = flag(
+      None, "Diverged when a chunk of --steps_per_loop steps has a mean loss above this (the "
+      "default loss is about -SI-SDR in dB; unset: no bound).")
+  divergence_rise: float = flag(0.0, "Diverged when a chunk's mean loss is more than this "
+                                "above the median of the last 20 chunks' (0: off).")
+  recover_attempts: int = flag(3, "On divergence, restore the newest checkpoint and train on "
+                               "with fresh data and augmentation draws, at most this many "
+                               "times per run (recorded in model_dir/recoveries.json); then "
+                               "stop with an error. 0: stop at the first divergence.")
   keep_best: str = flag("", "Keep the checkpoint with the best value of this eval metric "
                         "(si_sdr, si_sdr_improvement, pesq, stoi: higher is better; loss: "
                         "lower) in model_dir/best/, never removed by --keep_checkpoints "
@@ -77,7 +87,8 @@ class RunConfig:
   def __post_init__(self):
     for name in ("diagnose_steps", "diagnose_warmup", "keep_checkpoints"):
       checks.at_least(name, getattr(self, name), 1)
-    for name in ("eval_clips", "eval_perceptual_examples"):
+    for name in ("eval_clips", "eval_perceptual_examples", "recover_attempts",
+                 "divergence_rise"):
       checks.at_least(name, getattr(self, name), 0)
 
 
