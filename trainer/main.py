@@ -48,8 +48,10 @@ def run(configs: Configs) -> str:
   mode = configs.run.mode
   if mode == "diagnose":
     return run_diagnosis(job)
-  if mode == "eval" and job.evaluator is None:
-    raise ValueError("--mode=eval needs an eval split (--eval_split).")
+  if mode in ("eval", "continuous_eval") and job.evaluator is None:
+    raise ValueError(f"--mode={mode} needs an eval split (--eval_split).")
+  if mode == "continuous_eval":
+    return build.sidecar(job).run()
   train = mode == "train"
   with lock.held(job.out_dir) if train else contextlib.nullcontext():
     control = build.controller(job, train=train)

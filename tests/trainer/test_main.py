@@ -113,6 +113,45 @@ class TrainEndToEndTest(tf.test.TestCase):
       self.assertAllEqual(after[name], before[name], msg=name)
 
 
+def summary_steps(directory, tag):
+  """The steps at which `tag` was written in the event files under `directory`."""
+  steps = []
+  for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      steps += [event.step for v in event.summary.value if v.tag == tag]
+  return sorted(steps)
+
+
+@pytest.mark.slow
+class SidecarTest(tf.test.TestCase):
+
+  def test_a_sidecar_process_evaluates_every_checkpoint_of_a_concurrent_run_once(self):
+    root = tempfile.mkdtemp()
+    flags = TINY + [f"--synthetic_dir={root}/synthetic", f"--model_dir={root}/run",
+                    "--train_steps=40", "--keep_checkpoints=10"]
+    # Started first: it waits for the trainer's corpus and checkpoints.
+    sidecar = subprocess.Popen(
+        command(*flags, "--mode=continuous_eval", "--keep_best=si_sdr", "--eval_timeout=300",
+                "--strategy=one_device", "--cpu_replicas=1"),
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=helpers.env())
+    try:
+      trainer = run_main(*flags, "--eval_split=")  # no eval of its own
+      stdout, stderr = sidecar.communicate(timeout=300)
+    finally:
+      sidecar.kill()
+    self.assertEqual(trainer.returncode, 0, trainer.stderr[-3000:])
+    self.assertEqual(sidecar.returncode, 0, stderr[-3000:])
+    self.assertIn("trainer.main: evaluated 4 checkpoint(s); the run reached its last step",
+                  stdout)
+    self.assertEqual(summary_steps(os.path.join(root, "run", "eval"), "eval/si_sdr"),
+                     [10, 20, 30, 40])
+    with open(os.path.join(root, "run", "eval_results.json")) as f:
+      self.assertEqual(json.load(f)["step"], 40)
+    with open(os.path.join(root, "run", "best", "best.json")) as f:
+      self.assertIn(json.load(f)["step"], [10, 20, 30, 40])
+    self.assertNotIn("eval at step", trainer.stderr)
+
+
 @pytest.mark.slow
 class LearningTest(tf.test.TestCase):
 

@@ -15,6 +15,11 @@ class CheckpointError(RuntimeError):
   """No checkpoint could be restored, or one could not be written."""
 
 
+# What restoring a damaged or vanished checkpoint raises (a truncated data file raises
+# IndexError, "Read less bytes than requested").
+UNREADABLE = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
+
+
 def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
                           partial: bool = False,
                           warn: Callable[..., None] = logging.warning) -> Optional[str]:
@@ -42,18 +47,8 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
   failures = []
   for path in candidates:
     try:
-      status = checkpoint.restore(path)
-      if partial:
-        status.expect_partial()
-      else:
-        status.assert_existing_objects_matched()
-    except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as e:
-      if _is_other_model(e):  # an intact checkpoint of another shape: do not fall back
-        raise CheckpointError(
-            f"The checkpoints in {directory} hold a model whose variables do not match this "
-            f"one ({os.path.basename(path)}: {files.reason(e)}); they are not damaged. Use "
-            "the model flags it was trained with, or a new --model_dir.") from None
-      # a truncated data file raises IndexError ("Read less bytes than requested")
+      restore(checkpoint, path, partial=partial)
+    except UNREADABLE as e:
       failures.append(f"{os.path.basename(path)}: {files.reason(e)}")
       warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, files.reason(e))
       continue
@@ -66,6 +61,28 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
                           f"({'; '.join(failures)}). Move the damaged ones aside, or start "
                           "in a new model_dir.")
   return None
+
+
+def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False):
+  """Restores the checkpoint at `path` into `checkpoint`, all of it unless `partial`.
+
+  Raises:
+    CheckpointError: it holds a model of another shape (it is not damaged).
+    One of UNREADABLE: it is damaged or gone.
+  """
+  try:
+    status = checkpoint.restore(path)
+    if partial:
+      status.expect_partial()
+    else:
+      status.assert_existing_objects_matched()
+  except UNREADABLE as e:
+    if _is_other_model(e):  # an intact checkpoint of another shape: do not fall back
+      raise CheckpointError(
+          f"The checkpoints in {os.path.dirname(path)} hold a model whose variables do not "
+          f"match this one ({os.path.basename(path)}: {files.reason(e)}); they are not "
+          "damaged. Use the model flags it was trained with, or a new --model_dir.") from None
+    raise
 
 
 def _is_other_model(error: Exception) -> bool:

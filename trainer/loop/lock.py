@@ -33,6 +33,19 @@ def _holder(path: str):
     return None  # being written, or damaged: treated as held by an unknown run
 
 
+def _gone(holder) -> bool:
+  """Whether a lock's holder was a process of this host that no longer runs."""
+  return bool(holder) and holder.get("host") == socket.gethostname() and not _alive(
+      int(holder["pid"]))
+
+
+def training(model_dir: str) -> bool:
+  """Whether a training run holds `model_dir`'s lock (one left by a run of this host that is
+  gone does not count; cloud model_dirs have no lock)."""
+  path = os.path.join(model_dir, LOCK_FILE)
+  return os.path.exists(path) and not _gone(_holder(path))
+
+
 def acquire(model_dir: str) -> Optional[str]:
   """Creates `model_dir/train.lock` (atomically, O_EXCL) naming this host and pid.
 
@@ -55,7 +68,7 @@ def acquire(model_dir: str) -> Optional[str]:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
       holder = _holder(path)
-      if holder and holder.get("host") == me["host"] and not _alive(int(holder["pid"])):
+      if _gone(holder):
         logging.warning("Taking over %s: its run (pid %s) is gone.", path, holder["pid"])
         os.remove(path)
         continue

@@ -11,6 +11,8 @@ from common import files
 from trainer.evaluation import evaluator as evaluator_lib
 from trainer.loop import summaries
 
+RESULTS_FILE = "eval_results.json"
+
 
 class PeriodicEval:
   """`evaluate(step)` for the training loop: runs the Evaluator, writes TensorBoard
@@ -32,7 +34,7 @@ class PeriodicEval:
     with self._swap():
       results, clips = self._evaluator.evaluate(clips=self._clips)
     summaries.write_eval(self._writer, step, results, clips, self._sample_rate)
-    files.write_json(os.path.join(self._out_dir, "eval_results.json"),
+    files.write_json(os.path.join(self._out_dir, RESULTS_FILE),
                      dict({k: float(v) for k, v in results.items()}, step=step,
                           weights=self._weights))
     logging.info("eval at step %d (%s weights): loss %.4f, SI-SDR %.2f dB (noisy %.2f dB), "

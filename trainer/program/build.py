@@ -27,8 +27,10 @@ from trainer.loop import actions
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import controller as controller_lib
+from trainer.loop import lock
 from trainer.loop import periodic_eval
 from trainer.loop import recovery
+from trainer.loop import sidecar as sidecar_lib
 from trainer.models import card as card_lib
 from trainer.program import strategy as strategy_lib
 
@@ -78,7 +80,9 @@ def build(configs) -> Job:
   segment_seconds = (real[0].segment_samples / sample_rate if real else
                      data.synthetic_seconds)
   loop = loop_config(configs, data.crop_seconds or segment_seconds)
-  train_manifest, eval_manifest = real or synthetic_manifests(configs, create=chief)
+  # a sidecar evaluator waits for its trainer to generate the synthetic corpus
+  train_manifest, eval_manifest = real or synthetic_manifests(
+      configs, create=chief and run.mode != "continuous_eval")
   train_dataset_fn = _train_input(configs, train_manifest, host_reverb)
   train_dataset_fn(0)  # checks the crop against the data and the service address
   logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training examples (%.2f h) "
@@ -125,16 +129,6 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
   if run.early_stop_patience and not run.keep_best:
     raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
                                "needs --keep_best=METRIC, the metric it watches.")
-  if run.keep_best and job.evaluator is None:
-    raise checks.ArgumentError("keep_best", run.keep_best, "needs an eval split "
-                               "(--eval_split) to score checkpoints on.")
-  evaluate = None
-  if job.evaluator is not None:
-    ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
-    evaluate = periodic_eval.PeriodicEval(
-        job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
-        clips=run.eval_clips,
-        weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
   iterator, recover = None, None
   if train:
     start_input = _training_input(job)
@@ -147,14 +141,45 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
     iterator = start_input(int(job.train_step.global_step.numpy()))
     job.card.write(job.out_dir, replace=manager.latest_checkpoint is None)  # the run starts
   return controller_lib.Controller(
-      job.train_step, iterator, manager, job.loop, evaluate=evaluate,
+      job.train_step, iterator, manager, job.loop, evaluate=_periodic_eval(job),
       summary_dir=os.path.join(job.out_dir, "train"),
       agree=actions.stop_agreement(job.strategy) if job.workers > 1
       else lambda stop_here: stop_here,
-      keep_best=best.KeepBest(job.checkpoint, job.out_dir, run.keep_best) if run.keep_best
-      else None,
+      keep_best=_keep_best(job),
       early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None,
       recovery=recover)
+
+
+def sidecar(job: Job) -> sidecar_lib.Sidecar:
+  """The sidecar evaluator of the run in --model_dir (--mode=continuous_eval)."""
+  run = job.configs.run
+  if run.early_stop_patience:
+    raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
+                               "acts in training: a sidecar evaluator cannot stop the "
+                               "trainer (give it to the trainer's own evals).")
+  return sidecar_lib.Sidecar(
+      checkpoint=job.checkpoint, model_dir=run.model_dir, evaluate=_periodic_eval(job),
+      train_steps=run.train_steps, training=lambda: lock.training(run.model_dir),
+      timeout_seconds=run.eval_timeout, keep_best=_keep_best(job))
+
+
+def _periodic_eval(job: Job) -> Optional[periodic_eval.PeriodicEval]:
+  """The eval as the loop runs it (on the weight average if the run keeps one)."""
+  if job.evaluator is None:
+    return None
+  ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
+  return periodic_eval.PeriodicEval(
+      job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
+      clips=job.configs.run.eval_clips,
+      weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
+
+
+def _keep_best(job: Job) -> Optional[best.KeepBest]:
+  metric = job.configs.run.keep_best
+  if metric and job.evaluator is None:
+    raise checks.ArgumentError("keep_best", metric, "needs an eval split (--eval_split) to "
+                               "score checkpoints on.")
+  return best.KeepBest(job.checkpoint, job.out_dir, metric) if metric else None
 
 
 def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.LoopConfig:
@@ -215,10 +240,11 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
       _wait_for(records.manifest_path(directory, split))
   train = synthetic.ensure_corpus(directory, split=data.train_split, seed=seed,
                                   num_examples=data.synthetic_examples, **corpus)
+  # made even when this run does not evaluate: a sidecar evaluator of it will
   evaluation_split = synthetic.ensure_corpus(
       directory, split=data.eval_split or "eval", seed=seed + 1000,
-      num_examples=data.synthetic_eval_examples, **corpus) if data.eval_split else None
-  return train, evaluation_split
+      num_examples=data.synthetic_eval_examples, **corpus)
+  return train, evaluation_split if data.eval_split else None
 
 
 def _wait_for(path: str, timeout_seconds: float = 1800.0):

@@ -140,6 +140,16 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIsNone(build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
                                         "--eval_split=")).train_step.ema)
 
+  def test_a_sidecar_evaluator_refuses_early_stopping(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
+    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
+                            "--eval_split=", "--mode=continuous_eval", "--keep_best=si_sdr",
+                            "--early_stop_patience=2"))
+    with self.assertRaisesRegex(checks.ArgumentError, "early_stop_patience=2 acts in "
+                                "training: a sidecar evaluator cannot stop the trainer"):
+      build.sidecar(job)
+
   def test_every_field_is_one_flag(self):
     for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,
                    optimization_config.OptimizationConfig):

@@ -30,9 +30,12 @@ class RunConfig:
   and the strategy; the fields only the program uses are checked here)."""
   model_dir: str = flag("runs/default", "Checkpoints, TensorBoard logs and config.")
   mode: str = flag("train", "train (resumes from model_dir); eval of the newest checkpoint; "
+                   "continuous_eval: a sidecar evaluator, in another process or machine, of "
+                   "each new checkpoint of the run training in model_dir, once each (ends "
+                   "with that run, or after --eval_timeout without a new checkpoint); "
                    "diagnose: time input alone, step alone and both, and say if training is "
                    "input-bound (writes model_dir/diagnosis.json, no checkpoint).",
-                   choices=["train", "eval", "diagnose"])
+                   choices=["train", "eval", "continuous_eval", "diagnose"])
   diagnose_steps: int = flag(30, "Timed steps per --mode=diagnose phase.")
   diagnose_warmup: int = flag(10, "Untimed steps before each diagnose phase.")
   strategy: str = flag("auto", "tf.distribute strategy. auto: mirrored over every GPU found "
@@ -56,6 +59,8 @@ class RunConfig:
   checkpoint_every: int = flag(500, "Steps between checkpoints.")
   keep_checkpoints: int = flag(3, "Checkpoints to keep.")
   eval_every: int = flag(500, "Steps between evaluations (0: only at the end).")
+  eval_timeout: float = flag(3600.0, "--mode=continuous_eval ends after this many seconds "
+                             "without a new checkpoint.")
   eval_clips: int = flag(3, "Audio clips and spectrograms written per evaluation.")
   eval_perceptual_examples: int = flag(32, "Eval examples scored with PESQ and STOI on the "
                                        "host (needs pip install -e '.[metrics]'; 0: none).")
@@ -87,6 +92,7 @@ class RunConfig:
   def __post_init__(self):
     for name in ("diagnose_steps", "diagnose_warmup", "keep_checkpoints"):
       checks.at_least(name, getattr(self, name), 1)
+    checks.positive("eval_timeout", self.eval_timeout)
     for name in ("eval_clips", "eval_perceptual_examples", "recover_attempts",
                  "divergence_rise"):
       checks.at_least(name, getattr(self, name), 0)

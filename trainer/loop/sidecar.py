@@ -1,0 +1,102 @@
+"""The sidecar evaluator: another process evaluates each checkpoint of a training run once, as it appears, so eval never stalls the accelerators."""
+
+import json
+import os
+import time
+from typing import Callable, List, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from trainer.loop import best
+from trainer.loop import checkpoints
+from trainer.loop import periodic_eval
+
+POLL_SECONDS = 2.0
+
+
+def last_evaluated(model_dir: str) -> Optional[int]:
+  """The step `model_dir/eval_results.json` was written for (None: no eval yet)."""
+  path = os.path.join(model_dir, periodic_eval.RESULTS_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return int(json.load(f)["step"])
+
+
+def newer_checkpoints(directory: str, after: Optional[int]) -> List[Tuple[int, str]]:
+  """`[(step, path)]` of the checkpoints in `directory` after step `after`, oldest first."""
+  state = tf.train.get_checkpoint_state(directory)
+  found = [(int(path.rsplit("-", 1)[1]), path)
+           for path in (state.all_model_checkpoint_paths if state else [])]
+  return sorted(item for item in found if after is None or item[0] > after)
+
+
+class Sidecar:
+  """Evaluates every checkpoint a training run writes to `model_dir/checkpoints`, once each,
+  oldest first, into `model_dir/eval/` and `eval_results.json` (and `best/` with
+  `keep_best`).
+
+  It starts after the step in `eval_results.json` (a restarted sidecar does not
+  evaluate a checkpoint again) and ends after evaluating step `train_steps` or
+  later, when the training run it saw holding the model_dir's lock has ended
+  (its final checkpoint is written by then), or after `timeout_seconds`
+  without a new checkpoint. A checkpoint the trainer removed (its
+  --keep_checkpoints) before the sidecar got to it is passed over with a
+  warning.
+
+  Args:
+    checkpoint: what to restore each checkpoint into (the model and, if kept,
+      the weight average that `evaluate` swaps in).
+    model_dir: the training run's model_dir.
+    evaluate: the eval, as in training (`PeriodicEval`).
+    train_steps: the run's last step.
+    training: whether a training run holds the model_dir (`lock.training`).
+    timeout_seconds: how long to wait for a new checkpoint.
+    keep_best: keeps the best checkpoint by an eval metric (`best.KeepBest`).
+    log: where the progress lines go.
+  """
+
+  def __init__(self, *, checkpoint: tf.train.Checkpoint, model_dir: str,
+               evaluate: periodic_eval.PeriodicEval, train_steps: int,
+               training: Callable[[], bool], timeout_seconds: float,
+               keep_best: Optional[best.KeepBest] = None,
+               log: Callable[[str], None] = logging.info):
+    self._checkpoint, self._model_dir, self._evaluate = checkpoint, model_dir, evaluate
+    self._train_steps, self._training, self._timeout = train_steps, training, timeout_seconds
+    self._keep_best, self._log = keep_best, log
+    self.evaluated: List[int] = []
+
+  def _evaluate_one(self, step: int, path: str):
+    try:
+      checkpoints.restore(self._checkpoint, path)
+    except checkpoints.UNREADABLE as e:
+      logging.warning("Checkpoint %s is gone or unreadable (%s): the trainer's "
+                      "--keep_checkpoints removes old ones; passing it over.", path, e)
+      return
+    results = self._evaluate(step)
+    if self._keep_best is not None:
+      self._keep_best(step, results)
+    self.evaluated.append(step)
+
+  def run(self) -> str:
+    """Evaluates checkpoints until the run ends or none comes in time; returns how it ended."""
+    directory = os.path.join(self._model_dir, checkpoints.CHECKPOINT_DIR)
+    last = last_evaluated(self._model_dir)
+    self._log(f"Sidecar: evaluating each new checkpoint in {directory}"
+              + (f" after step {last}" if last is not None else "") + ".")
+    deadline, saw_trainer = time.monotonic() + self._timeout, False
+    while True:
+      for step, path in newer_checkpoints(directory, last):
+        self._evaluate_one(step, path)
+        last, deadline = step, time.monotonic() + self._timeout
+        if step >= self._train_steps:
+          return f"evaluated {len(self.evaluated)} checkpoint(s); the run reached its last step"
+      training = self._training()
+      if saw_trainer and not training and not newer_checkpoints(directory, last):
+        return f"evaluated {len(self.evaluated)} checkpoint(s); the training run has ended"
+      saw_trainer |= training
+      if time.monotonic() > deadline:
+        return (f"evaluated {len(self.evaluated)} checkpoint(s); no new checkpoint in "
+                f"{self._timeout:g} s")
+      time.sleep(POLL_SECONDS)
