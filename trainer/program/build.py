@@ -235,14 +235,15 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
   data, seed = configs.data, configs.run.seed
   directory = synthetic_dir(configs)
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
+  eval_split = data.eval_split or "eval"  # made even when this run does not evaluate: a
+  # sidecar evaluator of it will
   if not create:
-    for split in filter(None, (data.train_split, data.eval_split)):
+    for split in (data.train_split, eval_split):
       _wait_for(records.manifest_path(directory, split))
   train = synthetic.ensure_corpus(directory, split=data.train_split, seed=seed,
                                   num_examples=data.synthetic_examples, **corpus)
-  # made even when this run does not evaluate: a sidecar evaluator of it will
   evaluation_split = synthetic.ensure_corpus(
-      directory, split=data.eval_split or "eval", seed=seed + 1000,
+      directory, split=eval_split, seed=seed + 1000,
       num_examples=data.synthetic_eval_examples, **corpus)
   return train, evaluation_split if data.eval_split else None
 
