@@ -1,9 +1,10 @@
-"""A held-out speech-in-noise set that the synthetic corpus generator never made.
+"""A held-out speech-in-noise set that the synthetic corpus generator never made, each utterance at its own rate.
 
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
 human voice at 48 kHz), festival voices (kal: diphones cut from real
-recordings; slt: HTS statistical), and espeak-ng formant voices, speaking
-Harvard sentences. Noise, made by other algorithms than input/noise.py: white,
+recordings; slt: HTS statistical; 16 kHz), and espeak-ng formant voices
+(22.05 kHz), speaking Harvard sentences, each kept at the rate it was
+recorded or synthesized at; the noise is made (or resampled) at that rate. Noise, made by other algorithms than input/noise.py: white,
 pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
 held-out voices other than the target's, and alsa's recorded Noise.wav.
 Everything comes from installed packages; nothing is downloaded.
@@ -48,18 +49,19 @@ NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
 class Utterance:
   source: str   # "real", "festival" or "espeak"
   voice: str
-  signal: np.ndarray  # float32 at the set's rate
+  signal: np.ndarray  # float32 at `rate`
+  rate: int  # the rate it was recorded or synthesized at
 
 
-def speech(rate: int, work_dir: str) -> Tuple[List[Utterance], List[str]]:
-  """Held-out utterances at `rate`, and notes on sources that are not installed."""
+def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
+  """Held-out utterances at their own rates, and notes on sources that are not installed."""
   utterances, notes = [], []
   real = sorted(f for f in glob.glob(os.path.join(ALSA_DIR, "*.wav"))
                 if not f.endswith("Noise.wav"))
   if not real:
     notes.append(f"no real recordings in {ALSA_DIR} ({INSTALL})")
   for path in real:
-    utterances.append(Utterance("real", "alsa", _load(path, rate)))
+    utterances.append(Utterance("real", "alsa", *_load(path)))
   os.makedirs(work_dir, exist_ok=True)
   for voice, command in _synthesizers(notes).items():
     for index, sentence in enumerate(SENTENCES[:3] if voice.startswith("festival") else
@@ -69,7 +71,7 @@ def speech(rate: int, work_dir: str) -> Tuple[List[Utterance], List[str]]:
         subprocess.run(command(sentence, path + ".tmp.wav"), check=True,
                        capture_output=True, input=sentence.encode())
         os.replace(path + ".tmp.wav", path)
-      utterances.append(Utterance(voice.split("-")[0], voice, _load(path, rate)))
+      utterances.append(Utterance(voice.split("-")[0], voice, *_load(path)))
   return utterances, notes
 
 
@@ -89,12 +91,12 @@ def _synthesizers(notes: List[str]) -> Dict[str, callable]:
   return commands
 
 
-def _load(path: str, rate: int) -> np.ndarray:
-  samples, file_rate = audio.load(path)
-  samples = audio.resample(samples, file_rate, rate, name=path)
+def _load(path: str) -> Tuple[np.ndarray, int]:
+  """`(samples, rate)` of a file at its own rate, silence trimmed, peak 0.5."""
+  samples, rate = audio.load(path)
   active = np.flatnonzero(np.abs(samples) > 1e-3 * np.abs(samples).max())
-  samples = samples[max(0, active[0] - rate // 10):active[-1] + rate // 10]  # trim silence
-  return (samples / np.abs(samples).max() * 0.5).astype(np.float32)
+  samples = samples[max(0, active[0] - rate // 10):active[-1] + rate // 10]
+  return (samples / np.abs(samples).max() * 0.5).astype(np.float32), rate
 
 
 def noise(kind: str, rng: np.random.Generator, num_samples: int, rate: int,
@@ -123,10 +125,11 @@ def noise(kind: str, rng: np.random.Generator, num_samples: int, rate: int,
   return _unit_rms(out)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _recording(rate: int) -> np.ndarray:
-  """alsa-utils' recorded Noise.wav at `rate`, read and resampled once."""
-  return _load(os.path.join(ALSA_DIR, "Noise.wav"), rate)
+  """alsa-utils' recorded Noise.wav at `rate`, read and resampled once per rate."""
+  samples, file_rate = _load(os.path.join(ALSA_DIR, "Noise.wav"))
+  return audio.resample(samples, file_rate, rate, name="Noise.wav")
 
 
 def _voss_pink(rng, num_samples, rows=16):
@@ -155,12 +158,15 @@ def available_noises() -> Tuple[str, ...]:
   return tuple(n for n in NOISES if n != "recorded")
 
 
-def mixtures(utterances: List[Utterance], snrs_db, rate: int, seed: int = 0):
+def mixtures(utterances: List[Utterance], snrs_db, seed: int = 0):
   """Yields `(utterance, noise kind, snr_db, noisy, clean)` for every utterance x available
-  noise x SNR (noisy and clean scaled together so that noisy peaks below 0.99)."""
+  noise x SNR, at the utterance's rate (babble of the other voices resampled to it; noisy
+  and clean scaled together so that noisy peaks below 0.99)."""
   rng = np.random.default_rng(seed)
   for utterance in utterances:
-    others = [u.signal for u in utterances if u.voice != utterance.voice]
+    rate = utterance.rate
+    others = [audio.resample(u.signal, u.rate, rate, name=u.voice)
+              for u in utterances if u.voice != utterance.voice]
     clean = utterance.signal.astype(np.float64)
     for kind in available_noises():
       for snr_db in snrs_db:

@@ -1,11 +1,14 @@
-"""Benchmark: speech quality on held-out speech in noise - noisy input vs spectral gating vs trained models.
+"""Benchmark: speech quality on held-out speech in noise, each file at its own rate - noisy input vs spectral gating vs trained models.
 
-Scores SI-SDR, wide-band PESQ and STOI at 16 kHz on bench.heldout's set
-(real, festival and espeak-ng speech the corpus generator never made, in
-white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB). Spectral
+The path a user takes: bench.heldout's set (real 48 kHz, festival 16 kHz and
+espeak-ng 22.05 kHz speech the corpus generator never made) is mixed with
+white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
+utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
-mode); each model is an exported SavedModel run through the same code as
-`python -m trainer.denoise`. Prints Markdown tables for BENCHMARKS.md.
+mode), each model an exported SavedModel run through `trainer.denoise`'s code
+(resampled to the model's rate and back). SI-SDR is scored at the file's
+rate, wide-band PESQ and STOI at 16 kHz. Prints Markdown tables for
+BENCHMARKS.md, by rate, noise, SNR and speech source.
 
 Run (pip install -e '.[bench,metrics]' and the Debian voices in bench/heldout.py):
   python -m bench.quality --saved_model=default=exported/default [--saved_model=name=dir ...]
@@ -26,34 +29,34 @@ from trainer import denoise  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top
 
-RATE = 16000  # wide-band PESQ's rate
 SNRS_DB = (0, 5, 10)
-TARGET_NOISES = ("white", "pink", "brown", "hum", "babble")  # the issue's average
 
 
 def methods(saved_models, baselines: bool = True):
-  """name -> fn(noisy float32 at RATE) -> enhanced."""
-  out = {"noisy": lambda x: x}
+  """name -> fn(noisy float32, its rate) -> enhanced at that rate."""
+  out = {"noisy": lambda x, rate: x}
   if baselines:
     import noisereduce  # pylint: disable=g-import-not-at-top
-    out["noisereduce"] = lambda x: noisereduce.reduce_noise(y=x, sr=RATE).astype(np.float32)
-    out["noisereduce-stationary"] = lambda x: noisereduce.reduce_noise(
-        y=x, sr=RATE, stationary=True).astype(np.float32)
+    out["noisereduce"] = lambda x, rate: noisereduce.reduce_noise(
+        y=x, sr=rate).astype(np.float32)
+    out["noisereduce-stationary"] = lambda x, rate: noisereduce.reduce_noise(
+        y=x, sr=rate, stationary=True).astype(np.float32)
   for name, path in saved_models:
     module = denoise.load(path)
-    out[name] = lambda x, m=module: denoise.denoise_signal(m, x, RATE)
+    out[name] = lambda x, rate, m=module: denoise.denoise_signal(m, x, rate)
   return out
 
 
-def score(clean, estimate):
+def score(clean, estimate, rate: int):
+  """SI-SDR at `rate`; PESQ-WB and STOI at 16 kHz (perceptual resamples)."""
   si_sdr = float(metrics.si_sdr(clean[None], estimate[None])[0])
-  return dict(si_sdr=si_sdr, **perceptual.scores(clean, estimate, RATE))
+  return dict(si_sdr=si_sdr, **perceptual.scores(clean, estimate, rate))
 
 
 def run(saved_models, work_dir: str, baselines: bool = True):
   if perceptual.missing():
     raise SystemExit(f"bench.quality needs PESQ and STOI: {perceptual.missing()}")
-  utterances, notes = heldout.speech(RATE, work_dir)
+  utterances, notes = heldout.speech(work_dir)
   if "recorded" not in heldout.available_noises():
     notes.append(f"no recorded noise ({heldout.INSTALL})")
   for note in notes:
@@ -61,12 +64,13 @@ def run(saved_models, work_dir: str, baselines: bool = True):
   if not utterances:
     raise SystemExit(f"No held-out speech: {heldout.INSTALL}")
   enhancers = methods(saved_models, baselines)
-  rows = []  # (method, source, noise, snr, scores)
+  rows = []  # (method, Group, scores)
   start = time.monotonic()
-  mixes = list(heldout.mixtures(utterances, SNRS_DB, RATE))
+  mixes = list(heldout.mixtures(utterances, SNRS_DB))
   for count, (utterance, kind, snr_db, noisy, clean) in enumerate(mixes, 1):
+    group = Group(rate=utterance.rate, noise=kind, snr=snr_db, speech=utterance.source)
     for name, enhance in enhancers.items():
-      rows.append((name, utterance.source, kind, snr_db, score(clean, enhance(noisy))))
+      rows.append((name, group, score(clean, enhance(noisy, utterance.rate), utterance.rate)))
     if count % 20 == 0 or count == len(mixes):
       rate = count / (time.monotonic() - start)
       print(f"  {count}/{len(mixes)} mixtures, {rate:.2f}/s, ETA "
@@ -74,11 +78,14 @@ def run(saved_models, work_dir: str, baselines: bool = True):
   return rows, utterances
 
 
+Group = collections.namedtuple("Group", "rate noise snr speech")
+
+
 def means(rows, keep):
-  """method -> metric -> mean over the rows `keep(source, noise, snr)` accepts."""
+  """method -> metric -> mean over the rows whose Group `keep` accepts."""
   sums = collections.defaultdict(lambda: collections.defaultdict(list))
-  for name, source, kind, snr_db, scores in rows:
-    if keep(source, kind, snr_db):
+  for name, group, scores in rows:
+    if keep(group):
       for metric, value in scores.items():
         sums[name][metric].append(value)
   return {name: {m: float(np.nanmean(v)) for m, v in by.items()} for name, by in sums.items()}
@@ -86,27 +93,26 @@ def means(rows, keep):
 
 def print_tables(rows, utterances):
   names = list(dict.fromkeys(r[0] for r in rows))
-  sources = collections.Counter(u.source for u in utterances)
-  print(f"\nHeld-out set: {len(utterances)} utterances ({dict(sources)}), noises "
-        f"{', '.join(heldout.available_noises())}, SNR {SNRS_DB} dB, "
-        f"{len(rows) // len(names)} mixtures; "
-        f"{timing.machine()}\n")
-  target = means(rows, lambda s, k, d: k in TARGET_NOISES)
-  print("Average over white/pink/brown/hum/babble at 0-10 dB "
-        "(SI-SDR improvement = SI-SDR - noisy SI-SDR):\n")
-  base = target["noisy"]["si_sdr"]
+  sources = collections.Counter(f"{u.source} {u.rate / 1000:g} kHz" for u in utterances)
+  print(f"\nHeld-out set: {len(utterances)} utterances at their own rates ({dict(sources)}), "
+        f"noises {', '.join(heldout.available_noises())}, SNR {SNRS_DB} dB, "
+        f"{len(rows) // len(names)} mixtures; {timing.machine()}\n")
+  overall = means(rows, lambda g: True)
+  print("Average over every noise and SNR (SI-SDR at the file's rate, improvement = SI-SDR "
+        "- noisy SI-SDR; PESQ-WB and STOI at 16 kHz):\n")
+  base = overall["noisy"]["si_sdr"]
   print(timing.table(["method", "SI-SDR dB", "SI-SDRi dB", "PESQ-WB", "STOI"],
-                     [[n, target[n]["si_sdr"], target[n]["si_sdr"] - base, target[n]["pesq"],
-                       target[n]["stoi"]] for n in names]))
-  for title, groups, keep in (
-      ("noise", heldout.available_noises(), lambda g: lambda s, k, d: k == g),
-      ("SNR dB", SNRS_DB, lambda g: lambda s, k, d: d == g and k in TARGET_NOISES),
-      ("speech", sorted(sources), lambda g: lambda s, k, d: s == g and k in TARGET_NOISES)):
-    print(f"\nBy {title}: SI-SDR dB / PESQ-WB / STOI\n")
+                     [[n, overall[n]["si_sdr"], overall[n]["si_sdr"] - base,
+                       overall[n]["pesq"], overall[n]["stoi"]] for n in names]))
+  for field, title in (("rate", "rate Hz"), ("noise", "noise"), ("snr", "SNR dB"),
+                       ("speech", "speech")):
+    values = sorted({getattr(r[1], field) for r in rows}, key=str)
+    print(f"\nBy {title}: SI-SDRi dB / PESQ-WB / STOI\n")
     table_rows = []
-    for group in groups:
-      by = means(rows, keep(group))
-      table_rows.append([group] + [f"{by[n]['si_sdr']:.2f} / {by[n]['pesq']:.2f} / "
+    for value in values:
+      by = means(rows, lambda g, f=field, v=value: getattr(g, f) == v)
+      noisy = by["noisy"]["si_sdr"]
+      table_rows.append([value] + [f"{by[n]['si_sdr'] - noisy:+.2f} / {by[n]['pesq']:.2f} / "
                                    f"{by[n]['stoi']:.3f}" for n in names])
     print(timing.table([title] + names, table_rows))
 

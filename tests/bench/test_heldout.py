@@ -35,11 +35,10 @@ class HeldoutTest(tf.test.TestCase):
   def test_mixtures_hit_every_snr(self):
     t = np.arange(RATE) / RATE
     utterances = [heldout.Utterance("real", voice, (0.3 * np.sin(2 * np.pi * f * t)
-                                                    ).astype(np.float32))
+                                                    ).astype(np.float32), RATE)
                   for voice, f in (("a", 200.0), ("b", 310.0))]
     seen = set()
-    for utterance, kind, snr_db, noisy, clean in heldout.mixtures(
-        utterances, (0, 10), RATE):
+    for utterance, kind, snr_db, noisy, clean in heldout.mixtures(utterances, (0, 10)):
       if kind == "recorded":
         continue  # only where alsa-utils is installed
       seen.add((utterance.voice, kind, snr_db))
@@ -48,6 +47,17 @@ class HeldoutTest(tf.test.TestCase):
       self.assertAllClose(measured, snr_db, atol=0.01, msg=(kind, snr_db))
       self.assertLess(np.abs(noisy).max(), 0.99 + 1e-6)
     self.assertLen(seen, 2 * 5 * 2)
+
+  def test_each_mixture_is_at_its_utterances_own_rate(self):
+    utterances = [heldout.Utterance("real", voice, (0.3 * np.sin(
+        2 * np.pi * 200.0 * np.arange(rate) / rate)).astype(np.float32), rate)
+                  for voice, rate in (("a", 16000), ("b", 48000))]
+    for utterance, kind, _, noisy, clean in heldout.mixtures(utterances, (5,)):
+      self.assertEqual(len(noisy), utterance.rate, msg=(utterance.voice, kind))
+      self.assertEqual(len(clean), utterance.rate)
+      if kind == "babble":  # the other voice's 200 Hz tone, resampled to this rate
+        power = np.abs(np.fft.rfft(noisy.astype(np.float64) - clean)) ** 2
+        self.assertGreater(power[200] / power.sum(), 0.99)
 
 
 if __name__ == "__main__":
