@@ -25,6 +25,7 @@ from common import checks
 from common import files
 from input import audio
 from input import records
+from trainer import band_extension
 from trainer.models import card
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
@@ -88,13 +89,19 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
 
 def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,
                    overlap_seconds: float = 0.5) -> np.ndarray:
-  """`signal` (mono float32 at `rate`) enhanced by a loaded SavedModel; same rate and length."""
+  """`signal` (mono float32 at `rate`) enhanced by a loaded SavedModel; same rate and length.
+
+  Above a lower-rate model's band the output keeps the signal's band, gated by
+  the gain the model gave its own top band (`band_extension`).
+  """
   model_rate = int(module.sample_rate.numpy())
   at_model_rate = audio.resample(signal, rate, model_rate, name="input")
   enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
                      overlap=int(overlap_seconds * model_rate))
-  enhanced = audio.resample(enhanced, model_rate, rate, name="output")
-  return np.pad(enhanced, (0, max(0, len(signal) - len(enhanced))))[:len(signal)]
+  out = audio.resample(enhanced, model_rate, rate, name="output", length=len(signal))
+  if rate > model_rate:
+    out += band_extension.extend(signal, rate, at_model_rate, enhanced, model_rate)
+  return out
 
 
 def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10.0,
