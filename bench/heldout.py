@@ -2,8 +2,8 @@
 
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
 human voice at 48 kHz), festival voices (kal: diphones cut from real
-recordings; slt: HTS statistical; 16 kHz), and espeak-ng formant voices
-(22.05 kHz), speaking Harvard sentences, each kept at the rate it was
+recordings, 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant
+voices (22.05 kHz), speaking Harvard sentences, each kept at the rate it was
 recorded or synthesized at; the noise is made (or resampled) at that rate. Noise, made by other algorithms than input/noise.py: white,
 pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
 held-out voices other than the target's, and alsa's recorded Noise.wav.

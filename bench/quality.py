@@ -1,7 +1,7 @@
-"""Benchmark: speech quality on held-out speech in noise, each file at its own rate - noisy input vs spectral gating vs trained models.
+"""Benchmark: speech quality on held-out speech in noise, each file at its own rate: noisy input vs spectral gating vs trained models.
 
-The path a user takes: bench.heldout's set (real 48 kHz, festival 16 kHz and
-espeak-ng 22.05 kHz speech the corpus generator never made) is mixed with
+The path a user takes: bench.heldout's set (real 48 kHz, festival 16 and 32
+kHz, espeak-ng 22.05 kHz speech the corpus generator never made) is mixed with
 white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
 utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary

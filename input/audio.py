@@ -170,6 +170,8 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = ""
   and 48 kHz; tensorflow-io's is -11 to -18 dB for non-integer ratios
   (bench/resample.py, tests/input/test_resample.py).
   """
+  if rate_in == rate_out and length in (None, len(samples)):
+    return samples
   if length is None:
     length = int(round(len(samples) * rate_out / rate_in))
   if rate_in == rate_out:

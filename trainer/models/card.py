@@ -27,6 +27,8 @@ CONFIG_FILE = "config.json"
 ARCHITECTURES = {"mask": mask.MaskDenoiser, "unet": unet.UNet}
 # Constructor arguments that are not the model's shape.
 _NOT_SHAPE = ("sample_rate", "seed", "name")
+# Arguments added after cards were written, as the models of those cards had them.
+_BEFORE_ADDED = {"mask": {"level": "log"}}
 
 
 def shape_arguments(architecture: str) -> Dict[str, Any]:
@@ -72,10 +74,13 @@ class ModelCard:
 
   @classmethod
   def from_json(cls, value: dict, *, source: str = "the model card") -> "ModelCard":
-    """The card `to_json` wrote (one written before "architecture" existed is a U-Net)."""
+    """The card `to_json` wrote (one written before "architecture" existed is a U-Net; an
+    argument added since takes the value the card's model had)."""
     try:
-      return cls.create(value.get("architecture", "unet"), sample_rate=value["sample_rate"],
-                        seed=value.get("seed", 0), **value["model"])
+      architecture = value.get("architecture", "unet")
+      return cls.create(architecture, sample_rate=value["sample_rate"],
+                        seed=value.get("seed", 0),
+                        **dict(_BEFORE_ADDED.get(architecture, {}), **value["model"]))
     except (KeyError, TypeError, AttributeError, checks.ArgumentError) as e:
       raise ValueError(f"{source} is not a model card ({type(e).__name__}: {e}); it needs "
                        '"architecture", "model" (its arguments) and "sample_rate".') from None

@@ -18,6 +18,11 @@ from trainer.models import layers
 
 WINDOW_SECONDS, HOP_SECONDS = 0.032, 0.008
 FLOOR = 1e-4  # lower bound of the mask (-80 dB): keeps a trace of every bin
+# How a frame's level is measured: "power", the log of its mean power (bins with no energy,
+# as in band-limited audio, add next to nothing); "log", the mean of its log power (what
+# the first models used: dragged down by empty bins).
+LEVELS = ("power", "log")
+FEATURE_FLOOR = 10.0  # "power" features stop this far (in nats, 43 dB) below the level
 
 
 class ResidualBlock(tf.Module):
@@ -43,12 +48,13 @@ class MaskDenoiser(tf.Module):
       exponentially (depth 6, kernel 3: +-63 frames, about +-0.5 s).
     kernel_size: frames each conv sees.
     causal: no look-ahead (each frame's mask depends on past frames only).
+    level: how the features' level is measured (see LEVELS).
     seed: initialisation seed.
   """
 
   def __init__(self, *, sample_rate: int, hidden: int = 128, depth: int = 6,
-               kernel_size: int = 3, causal: bool = False, seed: int = 0,
-               name: str = "mask_denoiser"):
+               kernel_size: int = 3, causal: bool = False, level: str = "power",
+               seed: int = 0, name: str = "mask_denoiser"):
     super().__init__(name=name)
     for argument, value in (("hidden", hidden), ("depth", depth),
                             ("kernel_size", kernel_size)):
@@ -57,6 +63,7 @@ class MaskDenoiser(tf.Module):
     self.hop = max(4, int(round(HOP_SECONDS * sample_rate)))
     self.fft_length = spectral.fft_length(self.window)
     self.causal = causal
+    self.level = checks.one_of("level", level, LEVELS)
     # Future input samples each output sample depends on: its frames reach this far ahead.
     self.lookahead = self.window - 1 if causal else None
     bins = self.fft_length // 2 + 1
@@ -73,15 +80,7 @@ class MaskDenoiser(tf.Module):
     lead = self.window - self.hop  # so every sample is covered by as many frames
     spectrum = tf.signal.stft(tf.pad(noisy32, [[0, 0], [lead, 0]]), self.window, self.hop,
                               self.fft_length, pad_end=True)
-    log_power = tf.math.log(tf.square(tf.abs(spectrum)) + 1e-10)
-    frame_level = tf.reduce_mean(log_power, axis=-1, keepdims=True)  # [batch, frames, 1]
-    if self.causal:  # level so far, so no frame depends on later audio
-      level = tf.cumsum(frame_level, axis=1) / tf.cast(
-          tf.range(1, tf.shape(frame_level)[1] + 1), tf.float32)[:, None]
-    else:
-      level = tf.reduce_mean(frame_level, axis=1, keepdims=True)
-    features = log_power - level
-    x = self.project_in(tf.cast(features * 0.1, dtype))
+    x = self.project_in(tf.cast(self.features(spectrum) * 0.1, dtype))
     for block in self.blocks:
       x = block(x)
     mask = tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)), tf.float32))
@@ -90,3 +89,21 @@ class MaskDenoiser(tf.Module):
         spectrum * tf.complex(mask, tf.zeros_like(mask)), self.window, self.hop,
         self.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))
     return tf.cast(enhanced[:, lead:lead + length], dtype)
+
+  def features(self, spectrum: tf.Tensor) -> tf.Tensor:
+    """Log power per bin relative to the clip's level (so far, when causal): what the
+    network sees of a `[batch, frames, bins]` STFT."""
+    power = tf.square(tf.abs(spectrum))
+    log_power = tf.math.log(power + 1e-10)
+    if self.level == "power":
+      frame_level = tf.math.log(tf.reduce_mean(power, axis=-1, keepdims=True) + 1e-10)
+    else:
+      frame_level = tf.reduce_mean(log_power, axis=-1, keepdims=True)  # [batch, frames, 1]
+    if self.causal:  # level so far, so no frame depends on later audio
+      level = tf.cumsum(frame_level, axis=1) / tf.cast(
+          tf.range(1, tf.shape(frame_level)[1] + 1), tf.float32)[:, None]
+    else:
+      level = tf.reduce_mean(frame_level, axis=1, keepdims=True)
+    if self.level == "power":
+      return tf.maximum(log_power - level, -FEATURE_FLOOR)
+    return log_power - level

@@ -15,14 +15,15 @@ class ModelCardTest(tf.test.TestCase):
 
   def test_shape_arguments_are_the_constructors_defaults(self):
     self.assertEqual(card_lib.shape_arguments("mask"),
-                     dict(hidden=128, depth=6, kernel_size=3, causal=False))
+                     dict(hidden=128, depth=6, kernel_size=3, causal=False, level="power"))
     self.assertEqual(card_lib.shape_arguments("unet")["hidden"], 16)
     with self.assertRaisesRegex(checks.ArgumentError, "architecture=lstm must be one of"):
       card_lib.shape_arguments("lstm")
 
   def test_create_fills_defaults_and_builds_the_model(self):
     card = card_lib.ModelCard.create("mask", sample_rate=8000, hidden=8, seed=2)
-    self.assertEqual(card.arguments, dict(hidden=8, depth=6, kernel_size=3, causal=False))
+    self.assertEqual(card.arguments, dict(hidden=8, depth=6, kernel_size=3, causal=False,
+                                          level="power"))
     model = card.build()
     self.assertIsInstance(model, mask.MaskDenoiser)
     self.assertEqual(model.window, 256)  # 32 ms at the card's rate
@@ -49,6 +50,12 @@ class ModelCardTest(tf.test.TestCase):
   def test_a_card_written_before_architecture_existed_is_a_unet(self):
     card = card_lib.ModelCard.from_json(dict(model=dict(hidden=8), sample_rate=8000, seed=0))
     self.assertEqual(card.architecture, "unet")
+
+  def test_a_mask_card_written_before_level_existed_keeps_its_models_level(self):
+    card = card_lib.ModelCard.from_json(dict(architecture="mask", model=dict(hidden=8),
+                                             sample_rate=8000, seed=0))
+    self.assertEqual(card.arguments["level"], "log")
+    self.assertEqual(card.build().level, "log")
 
   def test_broken_config_json_is_named(self):
     model_dir = self.create_tempdir().full_path

@@ -36,9 +36,28 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
     power = lambda s: tf.reduce_sum(tf.square(s))  # pylint: disable=g-long-lambda
     self.assertLessEqual(float(power(self.model(x))), float(power(x)) * 1.01)
 
+  def test_bins_with_no_energy_barely_move_the_power_level(self):
+    rate = 16000
+    noise = tf.random.stateless_normal([1, rate], seed=[1, 2])
+    spectrum = lambda x: tf.signal.stft(x, 512, 128)  # pylint: disable=g-long-lambda
+    full = spectrum(noise)
+    band_limited = full * tf.cast(tf.range(257) < 128, tf.complex64)  # nothing above 4 kHz
+    for level, most in (("power", 0.75), ("log", None)):
+      model = mask.MaskDenoiser(sample_rate=rate, hidden=8, depth=2, level=level)
+      shift = float(tf.reduce_mean(model.features(band_limited)[..., :128]
+                                   - model.features(full)[..., :128]))
+      if most is None:  # the first models' level: dragged down by the empty half
+        self.assertGreater(shift, 5.0)
+      else:  # half the power gone: log 2 = 0.69 nats
+        self.assertBetween(shift, 0.5, most)
+    empty = mask.MaskDenoiser(sample_rate=rate, hidden=8, depth=2).features(band_limited)
+    self.assertAllGreaterEqual(empty, -mask.FEATURE_FLOOR)
+
   def test_bad_shapes(self):
     with self.assertRaisesRegex(ValueError, "depth=0 must be >= 1"):
       mask.MaskDenoiser(sample_rate=RATE, depth=0)
+    with self.assertRaisesRegex(ValueError, "level=db must be one of power, log"):
+      mask.MaskDenoiser(sample_rate=RATE, level="db")
 
 
 if __name__ == "__main__":

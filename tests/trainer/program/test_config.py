@@ -84,7 +84,9 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     arguments = lambda *argv: parse(*argv).model.model_card(  # pylint: disable=g-long-lambda
         sample_rate=16000, seed=0).arguments
     self.assertEqual(parse().model.architecture, "mask")
-    self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False))
+    self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False,
+                                       level="power"))
+    self.assertEqual(arguments("--level=log")["level"], "log")
     self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused
                      dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,
                           max_hidden=10000, causal=False, attention_heads=4,

@@ -33,6 +33,11 @@ class ModelConfig:
   kernel_size: Optional[int] = flag(None, "Conv kernel size; unet: samples, >= --stride; "
                                     "mask: frames (default: the architecture's).")
   causal: Optional[bool] = flag(None, "No look-ahead (streaming-capable) model.")
+  level: Optional[str] = flag(None, "mask: the level its features are relative to: power "
+                              "(the log of the mean power over bins, the default: bins with "
+                              "no energy, as in band-limited audio, barely move it) or log "
+                              "(the mean log power of the first models).",
+                              choices=["power", "log"])
   stride: Optional[int] = flag(None, f"unet: conv stride (time downsampling per layer; "
                                f"default {_UNET['stride']}).")
   growth: Optional[int] = flag(None, f"unet: channel growth per layer (default "
