@@ -52,6 +52,14 @@ def write_json(path: str, value) -> str:
   return write_text(path, json.dumps(value, indent=2) + "\n")
 
 
+def read_json(path: str):
+  """The JSON value in `path`, or None if there is no such file."""
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
 def reason(error: Exception) -> str:
   """The operating system's words from a Python or TensorFlow file error, e.g. "No space
   left on device" out of a long op message."""

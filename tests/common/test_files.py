@@ -16,6 +16,8 @@ class FilesTest(tf.test.TestCase):
     with open(path) as f:
       self.assertEqual(json.load(f), {"x": 1.5, "y": [1, 2]})
     self.assertEqual(os.listdir(os.path.dirname(path)), ["report.json"])
+    self.assertEqual(files.read_json(path), {"x": 1.5, "y": [1, 2]})
+    self.assertIsNone(files.read_json(path + ".missing"))
 
   def test_rewrite_replaces_the_whole_file(self):
     path = os.path.join(self.create_tempdir().full_path, "note.txt")

@@ -1,6 +1,5 @@
 """The best checkpoint by an eval metric (kept apart, never removed by max_to_keep) and early stopping on it."""
 
-import json
 import os
 from typing import Dict, Optional
 
@@ -31,12 +30,8 @@ class KeepBest:
     self.best = self._stored()
 
   def _stored(self) -> Optional[Dict]:
-    path = os.path.join(self._dir, BEST_FILE)
-    if not tf.io.gfile.exists(path):
-      return None
-    with tf.io.gfile.GFile(path) as f:
-      best = json.load(f)
-    return best if best.get("metric") == self.metric else None
+    best = files.read_json(os.path.join(self._dir, BEST_FILE))
+    return best if best and best.get("metric") == self.metric else None
 
   def __call__(self, step: int, results: Dict[str, float]) -> bool:
     """Whether `results` improved the metric (then the weights were saved)."""

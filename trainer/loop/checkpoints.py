@@ -92,6 +92,12 @@ def _is_other_model(error: Exception) -> bool:
       isinstance(error, ValueError) and "incompatible tensor with shape" in str(error))
 
 
+def restore_run(checkpoint: tf.train.Checkpoint, model_dir: str) -> Optional[str]:
+  """Restores the newest intact checkpoint of the run in `model_dir` (its `checkpoints/`);
+  returns its path, or None if there is none."""
+  return restore_newest_intact(checkpoint, os.path.join(model_dir, CHECKPOINT_DIR))
+
+
 def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int = 3,
             save_dir: Optional[str] = None) -> tf.train.CheckpointManager:
   """A manager saving to `save_dir/checkpoints` (default model_dir), after restoring
@@ -100,7 +106,7 @@ def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int
   Multi-worker runs restore every worker from the chief's model_dir and let
   the other workers save (saves are collective) to private directories.
   """
-  restored = restore_newest_intact(checkpoint, os.path.join(model_dir, CHECKPOINT_DIR))
+  restored = restore_run(checkpoint, model_dir)
   if restored:
     logging.info("Restored %s", restored)
   return tf.train.CheckpointManager(

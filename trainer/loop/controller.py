@@ -42,12 +42,14 @@ class LoopConfig:
   profile_steps: Optional[Tuple[int, int]] = None
   divergence_loss: Optional[float] = None  # a chunk's mean loss above it diverged
   divergence_rise: Optional[float] = None  # ... or this far above its running median
+  recover_attempts: int = 0  # restores from a checkpoint before a divergence stops training
 
   def __post_init__(self):
     for name in ("train_steps", "steps_per_loop", "log_every", "checkpoint_every",
                  "max_skipped_steps", "examples_per_step"):
       checks.at_least(name, getattr(self, name), 1)
     checks.at_least("eval_every", self.eval_every, 0)
+    checks.at_least("recover_attempts", self.recover_attempts, 0)
     if self.divergence_loss is not None and not math.isfinite(self.divergence_loss):
       raise checks.ArgumentError("divergence_loss", self.divergence_loss,
                                  "must be a finite number (leave it unset for no bound).")

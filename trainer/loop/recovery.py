@@ -1,15 +1,12 @@
 """Recovery from divergence: judge each chunk of steps, restore the newest checkpoint and train on with fresh draws, a bounded number of times."""
 
 import collections
-import json
 import os
 import statistics
 from typing import Callable, Iterator, List, Optional
 
 from absl import logging
-import tensorflow as tf
 
-from common import checks
 from common import files
 from trainer.loop import actions
 
@@ -62,11 +59,8 @@ class DivergenceGuard:
 def recoveries(model_dir: str) -> List[dict]:
   """The recoveries a run in `model_dir` made so far (`model_dir/recoveries.json`), oldest
   first: `{step, restored, reason}` each."""
-  path = os.path.join(model_dir, RECOVERIES_FILE)
-  if not tf.io.gfile.exists(path):
-    return []
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)["recoveries"]
+  stored = files.read_json(os.path.join(model_dir, RECOVERIES_FILE))
+  return stored["recoveries"] if stored else []
 
 
 class Recovery:
@@ -78,7 +72,8 @@ class Recovery:
   chief); its count is the round of draws, so a resumed run keeps the fresh ones.
 
   Args:
-    attempts: recoveries allowed (0: a divergence stops training at once).
+    attempts: recoveries allowed, >= 0 (0: a divergence stops training at once;
+      `LoopConfig.recover_attempts` checks the program's).
     train_step: the `TrainStep` (its `global_step` and `reseed`).
     restore: restores the newest intact checkpoint, returning its path (None
       if there is none).
@@ -92,7 +87,7 @@ class Recovery:
   def __init__(self, *, attempts: int, train_step, restore: Callable[[], Optional[str]],
                restart_input: Callable[[int], Iterator], model_dir: str, write: bool = True,
                log: Callable[[str], None] = logging.warning):
-    self.attempts = checks.at_least("recover_attempts", attempts, 0)
+    self.attempts = attempts
     self._train_step, self._restore, self._restart_input = train_step, restore, restart_input
     self._path = os.path.join(model_dir, RECOVERIES_FILE)
     self._write, self._log = write, log

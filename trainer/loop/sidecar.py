@@ -1,6 +1,5 @@
 """The sidecar evaluator: another process evaluates each checkpoint of a training run once, as it appears, so eval never stalls the accelerators."""
 
-import json
 import os
 import time
 from typing import Callable, List, Optional, Tuple
@@ -8,6 +7,7 @@ from typing import Callable, List, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from common import files
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
@@ -17,11 +17,8 @@ POLL_SECONDS = 2.0
 
 def last_evaluated(model_dir: str) -> Optional[int]:
   """The step `model_dir/eval_results.json` was written for (None: no eval yet)."""
-  path = os.path.join(model_dir, periodic_eval.RESULTS_FILE)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return int(json.load(f)["step"])
+  results = files.read_json(os.path.join(model_dir, periodic_eval.RESULTS_FILE))
+  return int(results["step"]) if results else None
 
 
 def newer_checkpoints(directory: str, after: Optional[int]) -> List[Tuple[int, str]]:

@@ -133,9 +133,9 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
   if train:
     start_input = _training_input(job)
     recover = recovery.Recovery(
-        attempts=run.recover_attempts, train_step=job.train_step, model_dir=run.model_dir,
-        restore=lambda: checkpoints.restore_newest_intact(
-            job.checkpoint, os.path.join(run.model_dir, checkpoints.CHECKPOINT_DIR)),
+        attempts=job.loop.recover_attempts, train_step=job.train_step,
+        model_dir=run.model_dir, restore=lambda: checkpoints.restore_run(job.checkpoint,
+                                                                         run.model_dir),
         restart_input=start_input, write=job.out_dir == run.model_dir)
     job.train_step.reseed(len(recover.history))  # a resumed run keeps its fresh draws
     iterator = start_input(int(job.train_step.global_step.numpy()))
@@ -190,7 +190,8 @@ def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.Loo
       eval_every=run.eval_every, max_skipped_steps=run.max_skipped_steps,
       examples_per_step=run.global_batch_size * run.accumulate_steps,
       audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps,
-      divergence_loss=run.divergence_loss, divergence_rise=run.divergence_rise or None)
+      divergence_loss=run.divergence_loss, divergence_rise=run.divergence_rise or None,
+      recover_attempts=run.recover_attempts)
 
 
 def synthetic_dir(configs) -> str:

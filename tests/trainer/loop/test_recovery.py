@@ -1,6 +1,5 @@
 """Tests for trainer.loop.recovery: what counts as diverged, and real runs that diverge, recover with fresh draws, or stop."""
 
-import json
 import os
 
 import numpy as np
@@ -87,8 +86,7 @@ class RecoveryRunTest(tf.test.TestCase):
 
     recover = recovery.Recovery(
         attempts=attempts, train_step=train_step, model_dir=model_dir, log=lines.append,
-        restore=lambda: checkpoints.restore_newest_intact(
-            checkpoint, os.path.join(model_dir, checkpoints.CHECKPOINT_DIR)),
+        restore=lambda: checkpoints.restore_run(checkpoint, model_dir),
         restart_input=restart_input)
     loop = controller.Controller(
         train_step, restart_input(0), manager,

@@ -93,8 +93,7 @@ class RunConfig:
     for name in ("diagnose_steps", "diagnose_warmup", "keep_checkpoints"):
       checks.at_least(name, getattr(self, name), 1)
     checks.positive("eval_timeout", self.eval_timeout)
-    for name in ("eval_clips", "eval_perceptual_examples", "recover_attempts",
-                 "divergence_rise"):
+    for name in ("eval_clips", "eval_perceptual_examples", "divergence_rise"):
       checks.at_least(name, getattr(self, name), 0)
 
 
