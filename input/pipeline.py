@@ -206,7 +206,8 @@ def make_eval_dataset_fn(manifest: records.Manifest, *,
   number of full, static-shape batches and weighted metrics stay exact.
   """
   silence = np.zeros([manifest.segment_samples], np.int16)
-  padding = records.serialize_example(silence, silence, manifest.sample_rate, "")
+  padding = records.serialize_example({"noisy": silence, "clean": silence},
+                                       manifest.sample_rate, "")
 
   def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
     batch = context.get_per_replica_batch_size(global_batch_size)

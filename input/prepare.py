@@ -126,7 +126,7 @@ def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "tr
         if noisy_clipped:
           logging.warning("%s: %d samples clipped after resampling.", pair.relative_path,
                           noisy_clipped)
-        writer.write(noisy_pcm, clean_pcm, f"{pair.relative_path}#{index}")
+        writer.write(noisy_pcm, clean_pcm, example_id=f"{pair.relative_path}#{index}")
       meter.update(done)
     return writer.close()
 

@@ -1,4 +1,4 @@
-"""The on-disk format: int16 noisy/clean TFRecord shards, their manifest, writer and batch parser."""
+"""The on-disk format: TFRecord shards of noisy/clean pairs or of single signals (clean, noise, rooms), their manifest, writer and batch parser."""
 
 import contextlib
 import dataclasses
@@ -18,6 +18,17 @@ from common import files
 # other string silently as uncompressed, so nothing else may reach it.
 COMPRESSIONS = {"none": "", "zlib": "ZLIB", "gzip": "GZIP"}
 MANIFEST_VERSION = 1
+# What a split holds -> the signals of each record. "pairs" train as they are; "clean",
+# "noise" and "rir" (room impulse responses) are sources that ops.Mix mixes in the step.
+KINDS = {"pairs": ("noisy", "clean"), "clean": ("clean",), "noise": ("noise",),
+         "rir": ("rir",)}
+# Audio is int16 PCM; room responses are float32 (their tails sit 60 dB below the peak).
+SAMPLE_DTYPES = {"pairs": np.int16, "clean": np.int16, "noise": np.int16, "rir": np.float32}
+
+
+def check_kind(kind: str) -> str:
+  """`kind`, if it is one of KINDS."""
+  return checks.one_of("kind", kind, list(KINDS))
 
 
 def tfrecord_compression(name: str) -> str:
@@ -63,6 +74,12 @@ class Manifest:
   segment_samples: int
   compression: str
   shard_bytes: Tuple[int, ...]
+  kind: str = "pairs"
+
+  @property
+  def signals(self) -> Tuple[str, ...]:
+    """The signals each record holds (`KINDS[kind]`)."""
+    return KINDS[self.kind]
 
   @property
   def num_examples(self) -> int:
@@ -78,8 +95,9 @@ class Manifest:
 
   @property
   def record_bytes(self) -> int:
-    """Approximate size of one serialized example (two int16 signals + fields)."""
-    return 4 * self.segment_samples + 128
+    """Approximate size of one serialized example (its signals + fields)."""
+    itemsize = np.dtype(SAMPLE_DTYPES[self.kind]).itemsize
+    return len(self.signals) * itemsize * self.segment_samples + 128
 
   def to_json(self) -> str:
     fields = dataclasses.asdict(self)
@@ -91,8 +109,9 @@ class Manifest:
     return json.dumps(fields, indent=2) + "\n"
 
 
-def read_manifest(data_dir: str, split: str) -> Manifest:
-  """Reads and checks `{split}.manifest.json` in `data_dir`."""
+def read_manifest(data_dir: str, split: str, kind: Optional[str] = None) -> Manifest:
+  """Reads and checks `{split}.manifest.json` in `data_dir` (and, given `kind`, that the
+  split holds that kind of records)."""
   path = manifest_path(data_dir, split)
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(
@@ -107,9 +126,17 @@ def read_manifest(data_dir: str, split: str) -> Manifest:
         sample_rate=int(fields["sample_rate"]),
         segment_samples=int(fields["segment_samples"]),
         compression=fields["compression"],
-        shard_bytes=tuple(int(n) for n in fields["shard_bytes"]))
+        shard_bytes=tuple(int(n) for n in fields["shard_bytes"]),
+        kind=fields.get("kind", "pairs"))  # manifests before sources existed hold pairs
   except (ValueError, KeyError, TypeError) as e:
     raise ValueError(f"Manifest {path} is not valid ({e!r}); re-create the split.") from e
+  if manifest.kind not in KINDS:
+    raise ValueError(f"Manifest {path} says kind {manifest.kind!r}, not one of {list(KINDS)}; "
+                     "re-create the split.")
+  if kind is not None and manifest.kind != check_kind(kind):
+    raise ValueError(f"Split {split!r} in {data_dir} holds {manifest.kind} records, but a "
+                     f"{kind} store is needed here: pass the split that python -m "
+                     f"input.prepare --kind={kind} wrote.")
   tfrecord_compression(manifest.compression)
   if (not manifest.shards or len(manifest.shards) != len(manifest.examples_per_shard)
       or len(manifest.shards) != len(manifest.shard_bytes)):
@@ -173,26 +200,29 @@ def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:
   return np.clip(scaled, -32768, 32767).astype("<i2"), clipped
 
 
-def serialize_example(noisy: np.ndarray, clean: np.ndarray, sample_rate: int,
-                      example_id: str) -> bytes:
-  """One segment as a tf.train.Example (int16 little-endian PCM bytes)."""
-  for name, pcm in (("noisy", noisy), ("clean", clean)):
-    if np.asarray(pcm).dtype != np.int16:
-      raise ValueError(f"Example {example_id}: {name} is {np.asarray(pcm).dtype}, but records "
-                       "hold int16 PCM: convert float audio in [-1, 1] with "
-                       "records.to_int16 first.")
-  noisy = np.asarray(noisy, "<i2")
-  clean = np.asarray(clean, "<i2")
-  if noisy.shape != clean.shape or noisy.ndim != 1:
-    raise ValueError(f"Example {example_id}: noisy {noisy.shape} and clean "
-                     f"{clean.shape} must be equal-length 1-D int16 arrays.")
-  feature = {
-      "noisy": _bytes(noisy.tobytes()),
-      "clean": _bytes(clean.tobytes()),
-      "sample_rate": _int(sample_rate),
-      "num_samples": _int(len(noisy)),
-      "id": _bytes(example_id.encode()),
-  }
+def serialize_example(signals: Dict[str, np.ndarray], sample_rate: int,
+                      example_id: str, kind: str = "pairs") -> bytes:
+  """One segment as a tf.train.Example: `signals` holds `KINDS[kind]`, equal-length 1-D
+  arrays of the kind's sample dtype (int16 PCM for audio), stored little-endian."""
+  dtype = np.dtype(SAMPLE_DTYPES[check_kind(kind)])
+  if sorted(signals) != sorted(KINDS[kind]):
+    raise ValueError(f"Example {example_id}: a {kind} record holds {list(KINDS[kind])}, "
+                     f"got {sorted(signals)}.")
+  for name, values in signals.items():
+    if np.asarray(values).dtype != dtype:
+      advice = ("convert float audio in [-1, 1] with records.to_int16 first"
+                if dtype == np.int16 else f"convert it with .astype(np.{dtype.name})")
+      raise ValueError(f"Example {example_id}: {name} is {np.asarray(values).dtype}, but "
+                       f"{kind} records hold {dtype.name}: {advice}.")
+  shapes = {np.shape(values) for values in signals.values()}
+  if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+    raise ValueError(f"Example {example_id}: {' and '.join(signals)} have shapes "
+                     f"{[np.shape(v) for v in signals.values()]}; they must be equal-length "
+                     "1-D arrays.")
+  feature = {name: _bytes(np.asarray(values, dtype.newbyteorder("<")).tobytes())
+             for name, values in signals.items()}
+  feature.update(sample_rate=_int(sample_rate), num_samples=_int(len(next(iter(
+      signals.values())))), id=_bytes(example_id.encode()))
   return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -205,7 +235,7 @@ def _int(value: int) -> tf.train.Feature:
 
 
 class ShardWriter:
-  """Writes examples round-robin into shards under temporary names.
+  """Writes examples (of one `kind`, see KINDS) round-robin into shards under temporary names.
 
   An existing split is refused unless `overwrite`. Nothing looks valid until
   `close()`: shards are renamed into place and the manifest is written last
@@ -218,8 +248,9 @@ class ShardWriter:
 
   def __init__(self, output_dir: str, split: str, *, num_shards: int,
                sample_rate: int, segment_samples: int, compression: str = "none",
-               overwrite: bool = False):
+               overwrite: bool = False, kind: str = "pairs"):
     checks.at_least("num_shards", num_shards, 1)
+    self._kind = check_kind(kind)
     check_split_name(split)
     tfrecord_compression(compression)
     existing = split_shards(output_dir, split)
@@ -262,13 +293,19 @@ class ShardWriter:
   def _tmp(self, name: str) -> str:
     return os.path.join(self._dir, f".{name}.tmp")
 
-  def write(self, noisy_pcm: np.ndarray, clean_pcm: np.ndarray, example_id: str):
-    """Adds one segment (int16 arrays of `segment_samples`) to the next shard."""
-    if len(noisy_pcm) != self._segment_samples:
-      raise ValueError(f"Example {example_id} has {len(noisy_pcm)} samples; this split "
+  def write(self, *signals: np.ndarray, example_id: str):
+    """Adds one segment to the next shard: the kind's signals in `KINDS` order (int16 PCM,
+    float32 for rooms), each of `segment_samples`."""
+    names = KINDS[self._kind]
+    if len(signals) != len(names):
+      raise ValueError(f"Example {example_id}: a {self._kind} split stores {len(names)} "
+                       f"signal(s) per example ({', '.join(names)}), got {len(signals)}.")
+    if len(signals[0]) != self._segment_samples:
+      raise ValueError(f"Example {example_id} has {len(signals[0])} samples; this split "
                        f"holds segments of {self._segment_samples}.")
     shard = self._next % len(self._writers)
-    record = serialize_example(noisy_pcm, clean_pcm, self._sample_rate, example_id)
+    record = serialize_example(dict(zip(names, signals)), self._sample_rate, example_id,
+                               self._kind)
     with self._failing_writes_abort():
       self._writers[shard].write(record)
     self._counts[shard] += 1
@@ -293,7 +330,8 @@ class ShardWriter:
                           segment_samples=self._segment_samples,
                           compression=self._compression,
                           shard_bytes=tuple(tf.io.gfile.stat(self._tmp(n)).length
-                                            for n in self._names))
+                                            for n in self._names),
+                          kind=self._kind)
       self._install(manifest)
     return manifest
 
@@ -338,48 +376,57 @@ class ShardWriter:
       self.abort()
 
 
-def write_split(examples: Iterable[Tuple[np.ndarray, np.ndarray, str]], output_dir: str,
-                split: str, **writer_args) -> Manifest:
-  """Writes `(noisy_pcm, clean_pcm, id)` examples into shards; returns the manifest."""
+def write_split(examples: Iterable[Tuple], output_dir: str, split: str,
+                **writer_args) -> Manifest:
+  """Writes examples - `(*signals, id)`, e.g. `(noisy_pcm, clean_pcm, id)` for pairs - into
+  shards; returns the manifest."""
   with ShardWriter(output_dir, split, **writer_args) as writer:
-    for noisy, clean, example_id in examples:
-      writer.write(noisy, clean, example_id)
+    for *signals, example_id in examples:
+      writer.write(*signals, example_id=example_id)
     return writer.close()
 
 
-def parse_batch(serialized: tf.Tensor, *, segment_samples: int,
+def parse_batch(serialized: tf.Tensor, *, segment_samples: int, kind: str = "pairs",
                 crop_samples: Optional[int] = None,
                 crop_offsets: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """Parses (and optionally crops) a batch of serialized examples in one go.
 
-  Cropping cuts the PCM byte strings before decoding (`tf.strings.substr`),
-  so only the kept samples are ever converted.
+  Cropping cuts the byte strings before decoding (`tf.strings.substr`), so
+  only the kept samples are ever converted.
 
   Args:
     serialized: `[batch]` string tensor of serialized tf.train.Examples.
     segment_samples: the split's segment length (from the manifest).
+    kind: what the records hold (the manifest's `kind`).
     crop_samples: keep this many samples per example (default: all).
     crop_offsets: `[batch]` int32 start sample of each crop (default: 0).
 
   Returns:
-    `noisy`, `clean`: `[batch, crop_samples]` int16; `id`: `[batch]` string.
+    The kind's signals (`noisy`, `clean` for pairs): `[batch, crop_samples]` int16
+    (float32 for rooms); `id`: `[batch]` string.
   """
-  features = tf.io.parse_example(serialized, {
-      "noisy": tf.io.FixedLenFeature([], tf.string),
-      "clean": tf.io.FixedLenFeature([], tf.string),
-      "id": tf.io.FixedLenFeature([], tf.string, default_value=""),
-  })
+  names = KINDS[check_kind(kind)]
+  dtype = tf.as_dtype(SAMPLE_DTYPES[kind])
+  spec = {name: tf.io.FixedLenFeature([], tf.string) for name in names}
+  spec["id"] = tf.io.FixedLenFeature([], tf.string, default_value="")
+  features = tf.io.parse_example(serialized, spec)
   length = segment_samples if crop_samples is None else crop_samples
   out = {"id": features["id"]}
-  for key in ("noisy", "clean"):
-    pcm = features[key]
+  for key in names:
+    raw = features[key]
     if length != segment_samples or crop_offsets is not None:
       offsets = (tf.zeros(tf.shape(features["id"]), tf.int32) if crop_offsets is None
                  else crop_offsets)
-      pcm = tf.strings.substr(pcm, 2 * offsets, tf.fill(tf.shape(offsets), 2 * length))
-    out[key] = tf.ensure_shape(tf.io.decode_raw(pcm, tf.int16, little_endian=True),
+      raw = tf.strings.substr(raw, dtype.size * offsets,
+                              tf.fill(tf.shape(offsets), dtype.size * length))
+    out[key] = tf.ensure_shape(tf.io.decode_raw(raw, dtype, little_endian=True),
                                [None, length])
   return out
+
+
+def to_float(samples: tf.Tensor) -> tf.Tensor:
+  """Parsed samples as float32 audio: int16 PCM scaled to [-1, 1), float32 as it is."""
+  return pcm_to_float(samples) if samples.dtype == tf.int16 else tf.cast(samples, tf.float32)
 
 
 def pcm_to_float(pcm: tf.Tensor) -> tf.Tensor:

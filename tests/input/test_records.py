@@ -83,8 +83,8 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
   def test_float_audio_is_refused_not_stored_as_zeros(self):
     data_dir = self.create_tempdir().full_path
     examples = [(np.full(10, 0.5), np.zeros(10, np.int16), "float-noisy")]
-    with self.assertRaisesRegex(ValueError, "float-noisy: noisy is float64, but records hold "
-                                "int16 PCM: convert .* with records.to_int16"):
+    with self.assertRaisesRegex(ValueError, "float-noisy: noisy is float64, but pairs records "
+                                "hold int16: convert .* with records.to_int16"):
       records.write_split(examples, data_dir, "train", num_shards=1, sample_rate=8000,
                           segment_samples=10)
     self.assertEmpty(os.listdir(data_dir))
@@ -227,6 +227,53 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertLen(problems, 2)
     self.assertIn("train-00001-of-00003", problems[0])
     self.assertIn("train-00002-of-00003", problems[1])
+
+  def test_source_stores_round_trip_with_their_kind(self):
+    data_dir = self.create_tempdir().full_path
+    rng = np.random.default_rng(1)
+    speech = rng.uniform(-1, 0.99, [3, 200])
+    rooms = rng.normal(size=[2, 50]).astype(np.float32) * 1e-4  # a tail below int16's step
+    clean = records.write_split(((records.to_int16(x)[0], f"c{i}") for i, x in
+                                 enumerate(speech)), data_dir, "speech", num_shards=2,
+                                sample_rate=8000, segment_samples=200, kind="clean")
+    rir = records.write_split(((x, f"r{i}") for i, x in enumerate(rooms)), data_dir, "rooms",
+                              num_shards=1, sample_rate=8000, segment_samples=50, kind="rir")
+    self.assertEqual(records.read_manifest(data_dir, "speech", kind="clean").signals,
+                     ("clean",))
+    self.assertEqual(rir.record_bytes, 4 * 50 + 128)
+    self.assertEqual(clean.record_bytes, 2 * 200 + 128)
+    parsed = read_all(clean, kind="clean")
+    self.assertEqual(sorted(parsed), ["clean", "id"])
+    self.assertAllClose(sorted(records.to_float(parsed["clean"]).numpy().tolist()),
+                        sorted(speech.tolist()), atol=1 / 32768)
+    parsed = read_all(rir, kind="rir", crop_samples=20, crop_offsets=tf.constant([5, 30]))
+    self.assertEqual(parsed["rir"].dtype, tf.float32)
+    self.assertAllEqual(records.to_float(parsed["rir"]), [rooms[0, 5:25], rooms[1, 30:50]])
+
+  def test_a_split_of_another_kind_is_refused_by_name(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
+    with self.assertRaisesRegex(ValueError, "Split 'train' in .* holds pairs records, but a "
+                                "noise store is needed here: .*--kind=noise"):
+      records.read_manifest(data_dir, "train", kind="noise")
+    with self.assertRaisesRegex(ValueError, "a clean split stores 1 signal"):
+      records.write_split([(np.zeros(4, np.int16), np.zeros(4, np.int16), "x")], data_dir,
+                          "speech", num_shards=1, sample_rate=8000, segment_samples=4,
+                          kind="clean")
+    with self.assertRaisesRegex(ValueError, "rir records hold float32"):
+      records.write_split([(np.zeros(4, np.int16), "x")], data_dir, "rooms", num_shards=1,
+                          sample_rate=8000, segment_samples=4, kind="rir")
+
+  def test_manifests_without_a_kind_hold_pairs(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
+    path = records.manifest_path(data_dir, "train")
+    with open(path) as f:
+      fields = json.load(f)
+    self.assertEqual(fields.pop("kind"), "pairs")
+    with open(path, "w") as f:
+      json.dump(fields, f)
+    self.assertEqual(records.read_manifest(data_dir, "train", kind="pairs").kind, "pairs")
 
 
 if __name__ == "__main__":
