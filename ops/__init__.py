@@ -1,7 +1,9 @@
-"""Accelerator-side audio ops (XLA-compilable TensorFlow): reverb, remix, stateless draws, spectral helpers."""
+"""Accelerator-side audio ops (XLA-compilable TensorFlow): mixing, reverb, remix, stateless draws, spectral helpers."""
 
 from ops import spectral
 from ops import stateless
+from ops.mix import Mix
+from ops.mix import MixDraws
 from ops.remix import Remix
 from ops.remix import chain
 from ops.reverb import RevEcho
