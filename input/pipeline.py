@@ -15,6 +15,7 @@ import ops
 from ops import stateless
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
+_STREAM_SEED_OFFSET = 1_000_003  # the noise store's shuffle seeds: far from the speech's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +74,8 @@ class TrainInputConfig:
 
 
 def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) -> DatasetFn:
-  """The training input: `{noisy, clean}` float32 `[per_replica_batch, crop]` batches.
+  """The training input from stored pairs: `{noisy, clean}` float32
+  `[per_replica_batch, crop]` batches.
 
   Each input pipeline reads its own shard files (or, with fewer files than
   pipelines, every file sharded by record), shuffles serialized records,
@@ -84,87 +86,153 @@ def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) 
     `dataset_fn(input_context)` for `distribute` /
     `strategy.distribute_datasets_from_function`.
   """
+  records.check_kind(manifest.kind)
+  if manifest.kind != "pairs":
+    raise ValueError(f"Split {manifest.split!r} in {manifest.data_dir} holds {manifest.kind} "
+                     "records, not noisy/clean pairs: train from sources with "
+                     "make_mixing_dataset_fn (--clean_split and --noise_split).")
   crop = _crop_samples(manifest, config.crop_seconds)
-  if config.data_service is not None:
-    if config.skip_steps:
-      logging.warning("Resuming with a data service: its random order cannot be replayed, "
-                      "so the input stream restarts (no records skipped).")
+  _warn_service_resume(config)
 
   def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-    batch = context.get_per_replica_batch_size(config.global_batch_size)
-    pipeline = context.input_pipeline_id
-    if config.data_service is not None:  # one pipeline over all shards, run by the service
-      serialized = _records_per_file(manifest, manifest.paths, config, shuffle_seed=None)
-      share, skip_batches = manifest.num_examples, 0
-    else:
-      serialized = _records_for_pipeline(manifest, context, config)
-      share = _examples_for_pipeline(manifest, context, pipeline)
-      skip_batches = config.skip_steps * max(
-          1, context.num_replicas_in_sync // context.num_input_pipelines)
-    dataset = _shuffled_batches(serialized, manifest, config, share=share, batch=batch,
-                                skip_batches=skip_batches, pipeline=pipeline)
-    dataset = dataset.map(_batch_parser(manifest, config, crop=crop, batch=batch,
-                                        pipeline_seed=stateless.fold_in([config.seed, 0],
-                                                                     pipeline)),
-                          num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=config.deterministic)
-    if config.data_service is not None:
-      dataset = service.distribute(
-          dataset.prefetch(tf.data.AUTOTUNE), service=config.data_service,
-          sharding=config.data_service_sharding,
-          connect_timeout_seconds=config.data_service_timeout)
-    return dataset.prefetch(tf.data.AUTOTUNE).with_options(
-        _options(deterministic=config.deterministic, ram_budget_mb=config.ram_budget_mb))
+    return _finish(_batches(manifest, context, config, crop=crop, stream=0,
+                            epochs=config.epochs), config)
 
   return dataset_fn
 
 
+def make_mixing_dataset_fn(clean: records.Manifest, noise: records.Manifest,
+                           config: TrainInputConfig) -> DatasetFn:
+  """The training input from separate stores: `{clean, noise}` float32
+  `[per_replica_batch, crop]` batches, for a step that mixes them (`ops.Mix`).
+
+  Each input pipeline reads its shard of the clean store and, independently
+  (its own shuffles and crops), its shard of the noise store; the noise is
+  cycled, so `epochs` counts passes over the clean speech. Host work stays
+  read + parse + crop.
+
+  Raises:
+    ValueError: a store of the wrong kind, stores at different sample rates, or
+      host-side reverb (it needs pairs; reverberate in the step).
+  """
+  for manifest, kind in ((clean, "clean"), (noise, "noise")):
+    if manifest.kind != kind:
+      raise ValueError(f"Split {manifest.split!r} in {manifest.data_dir} holds "
+                       f"{manifest.kind} records, but the {kind} store is needed here: pass "
+                       f"a split written by input.prepare --kind={kind}.")
+  if clean.sample_rate != noise.sample_rate:
+    raise ValueError(f"The clean store {clean.split!r} is at {clean.sample_rate} Hz but the "
+                     f"noise store {noise.split!r} at {noise.sample_rate} Hz: prepare both at "
+                     "one rate (input.prepare --sample_rate).")
+  if config.reverb is not None:
+    raise ValueError("Host-side reverb needs stored pairs; when mixing from sources, "
+                     "reverberate in the step (--reverb=device, or --rir_proba with rooms).")
+  crops = [_crop_samples(manifest, config.crop_seconds) for manifest in (clean, noise)]
+  if config.crop_seconds is None and crops[0] != crops[1]:
+    raise ValueError(f"The clean segments hold {crops[0]} samples and the noise segments "
+                     f"{crops[1]}: pass --crop_seconds to cut both to one length.")
+  _warn_service_resume(config)
+
+  def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    speech = _batches(clean, context, config, crop=crops[0], stream=0, epochs=config.epochs)
+    noises = _batches(noise, context, config, crop=crops[1], stream=1, epochs=None)
+    mixed = tf.data.Dataset.zip((speech, noises)).map(
+        lambda s, n: {"clean": s["clean"], "noise": n["noise"]})
+    return _finish(mixed, config)
+
+  return dataset_fn
+
+
+def _warn_service_resume(config: TrainInputConfig):
+  if config.data_service is not None and config.skip_steps:
+    logging.warning("Resuming with a data service: its random order cannot be replayed, "
+                    "so the input stream restarts (no records skipped).")
+
+
+def _batches(manifest: records.Manifest, context: tf.distribute.InputContext,
+             config: TrainInputConfig, *, crop: int, stream: int,
+             epochs: Optional[int]) -> tf.data.Dataset:
+  """This pipeline's parsed, cropped batches of one store; `stream` keys its own shuffles
+  and crops (0: the stored pairs or the clean speech, 1: the noise)."""
+  batch = context.get_per_replica_batch_size(config.global_batch_size)
+  pipeline = context.input_pipeline_id
+  seed = config.seed + stream * _STREAM_SEED_OFFSET
+  if config.data_service is not None:  # one pipeline over all shards, run by the service
+    serialized = _records_per_file(manifest, manifest.paths, config, epochs=epochs,
+                                   shuffle_seed=None)
+    share, skip_batches = manifest.num_examples, 0
+  else:
+    serialized = _records_for_pipeline(manifest, context, config, epochs=epochs, seed=seed)
+    share = _examples_for_pipeline(manifest, context, pipeline)
+    skip_batches = config.skip_steps * max(
+        1, context.num_replicas_in_sync // context.num_input_pipelines)
+  dataset = _shuffled_batches(serialized, manifest, config, share=share, batch=batch,
+                              skip_batches=skip_batches, pipeline=pipeline, seed=seed)
+  return dataset.map(_batch_parser(manifest, config, crop=crop, batch=batch,
+                                   pipeline_seed=stateless.fold_in([config.seed, stream],
+                                                                   pipeline)),
+                     num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=config.deterministic)
+
+
+def _finish(dataset: tf.data.Dataset, config: TrainInputConfig) -> tf.data.Dataset:
+  """Hands the pipeline to the data service (if any) and prefetches."""
+  if config.data_service is not None:
+    dataset = service.distribute(
+        dataset.prefetch(tf.data.AUTOTUNE), service=config.data_service,
+        sharding=config.data_service_sharding,
+        connect_timeout_seconds=config.data_service_timeout)
+  return dataset.prefetch(tf.data.AUTOTUNE).with_options(
+      _options(deterministic=config.deterministic, ram_budget_mb=config.ram_budget_mb))
+
+
 def _records_for_pipeline(manifest: records.Manifest, context: tf.distribute.InputContext,
-                          config: TrainInputConfig) -> tf.data.Dataset:
+                          config: TrainInputConfig, *, epochs: Optional[int],
+                          seed: int) -> tf.data.Dataset:
   """This pipeline's serialized records: its own files, or every file sharded by record."""
   files = _files_for_pipeline(manifest, context)
   if files is None:
-    return _records_per_record(manifest, context, config)
-  return _records_per_file(manifest, files, config,
-                           shuffle_seed=config.seed + context.input_pipeline_id)
+    return _records_per_record(manifest, context, epochs=epochs)
+  return _records_per_file(manifest, files, config, epochs=epochs,
+                           shuffle_seed=seed + context.input_pipeline_id)
 
 
 def _records_per_file(manifest: records.Manifest, files: List[str], config: TrainInputConfig,
-                      *, shuffle_seed: Optional[int]) -> tf.data.Dataset:
+                      *, epochs: Optional[int], shuffle_seed: Optional[int]) -> tf.data.Dataset:
   """Serialized records of `files`, in a reshuffled file order each epoch, `cycle_length`
   files read at a time."""
   compression = records.tfrecord_compression(manifest.compression)
   dataset = tf.data.Dataset.from_tensor_slices(files)
   dataset = dataset.shuffle(len(files), seed=shuffle_seed,
-                            reshuffle_each_iteration=True).repeat(config.epochs)
+                            reshuffle_each_iteration=True).repeat(epochs)
   return dataset.interleave(
       lambda path: tf.data.TFRecordDataset(path, compression),
       cycle_length=min(config.cycle_length, len(files)), block_length=1,
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=config.deterministic)
 
 
-def _records_per_record(manifest: records.Manifest, context: tf.distribute.InputContext,
-                        config: TrainInputConfig) -> tf.data.Dataset:
+def _records_per_record(manifest: records.Manifest, context: tf.distribute.InputContext, *,
+                        epochs: Optional[int]) -> tf.data.Dataset:
   """Every file read by every pipeline, each keeping one record in `num_input_pipelines`."""
   compression = records.tfrecord_compression(manifest.compression)
   dataset = tf.data.TFRecordDataset(manifest.paths, compression)
   return dataset.shard(context.num_input_pipelines,
-                       context.input_pipeline_id).repeat(config.epochs)
+                       context.input_pipeline_id).repeat(epochs)
 
 
 def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
                       config: TrainInputConfig, *, share: int, batch: int, skip_batches: int,
-                      pipeline: int) -> tf.data.Dataset:
+                      pipeline: int, seed: int) -> tf.data.Dataset:
   """Shuffles serialized records, skips what a resumed run consumed, batches them and
   keys the batches (the key seeds each batch's crop and reverb draws): by their number,
   or by the worker's clock on a data service."""
   buffer_examples = max(1, int(config.shuffle_buffer_mb * 2**20) // manifest.record_bytes)
-  seed = None if config.data_service is not None else config.seed + pipeline
+  seed = None if config.data_service is not None else seed + pipeline
   # More than one epoch's share in the buffer only repeats examples in it.
   dataset = serialized.shuffle(max(1, min(buffer_examples, share)), seed=seed)
   if skip_batches:
-    logging.info("Input pipeline %d: skipping %d consumed batches to resume.", pipeline,
-                 skip_batches)
+    logging.info("Input pipeline %d: skipping %d consumed batches of %s to resume.", pipeline,
+                 skip_batches, manifest.split)
     dataset = dataset.skip(skip_batches * batch)
   batches = dataset.batch(batch, drop_remainder=True)
   if config.data_service is not None:
@@ -177,8 +245,8 @@ def _shuffled_batches(serialized: tf.data.Dataset, manifest: records.Manifest,
 
 def _batch_parser(manifest: records.Manifest, config: TrainInputConfig, *, crop: int,
                   batch: int, pipeline_seed: tf.Tensor) -> Callable:
-  """`parse(index, serialized) -> {noisy, clean}`: one vectorized parse, crop and (host)
-  reverb per batch, with draws keyed by the batch number."""
+  """`parse(index, serialized) -> {signal: float32}`: one vectorized parse, crop and (host,
+  for pairs) reverb per batch, with draws keyed by the batch number."""
 
   def parse(index, serialized):
     batch_seed = stateless.fold_in(pipeline_seed, index)
@@ -187,12 +255,12 @@ def _batch_parser(manifest: records.Manifest, config: TrainInputConfig, *, crop:
       offsets = tf.cast(tf.floor(stateless.uniform(
           [batch], batch_seed, 0.0, manifest.segment_samples - crop + 1.0)), tf.int32)
     parsed = records.parse_batch(serialized, segment_samples=manifest.segment_samples,
-                                 crop_samples=crop, crop_offsets=offsets)
-    noisy = records.pcm_to_float(parsed["noisy"])
-    clean = records.pcm_to_float(parsed["clean"])
+                                 kind=manifest.kind, crop_samples=crop, crop_offsets=offsets)
+    signals = {name: records.to_float(parsed[name]) for name in manifest.signals}
     if config.reverb is not None:
-      noisy, clean = config.reverb(noisy, clean, stateless.fold_in(batch_seed, 1))
-    return {"noisy": noisy, "clean": clean}
+      signals["noisy"], signals["clean"] = config.reverb(
+          signals["noisy"], signals["clean"], stateless.fold_in(batch_seed, 1))
+    return signals
 
   return parse
 
@@ -205,6 +273,10 @@ def make_eval_dataset_fn(manifest: records.Manifest, *,
   examples of weight 0 so that every replica of every pipeline gets the same
   number of full, static-shape batches and weighted metrics stay exact.
   """
+  if manifest.kind != "pairs":
+    raise ValueError(f"The eval split {manifest.split!r} in {manifest.data_dir} holds "
+                     f"{manifest.kind} records: evaluation needs noisy/clean pairs "
+                     "(input.prepare --kind=pairs, or the synthetic eval split).")
   silence = np.zeros([manifest.segment_samples], np.int16)
   padding = records.serialize_example({"noisy": silence, "clean": silence},
                                        manifest.sample_rate, "")

@@ -165,6 +165,15 @@ def indexed_split(data_dir, *, num_examples, num_shards, segment_samples=64,
                              compression=compression, overwrite=overwrite)
 
 
+def indexed_store(data_dir, kind, *, num_examples, num_shards, segment_samples=64,
+                  sample_rate=8000, split=None):
+  """A source store whose example i holds i (as int16 PCM) everywhere."""
+  return records.write_split(
+      ((np.full([segment_samples], i, np.int16), f"{kind}{i}") for i in range(num_examples)),
+      data_dir, split or kind, num_shards=num_shards, sample_rate=sample_rate,
+      segment_samples=segment_samples, kind=kind)
+
+
 def indices(clean_batch) -> list:
   """Example indices of a float32 clean batch written by `indexed_split`."""
   return [int(round(v)) for v in np.asarray(clean_batch)[:, 0] * 32768.0]

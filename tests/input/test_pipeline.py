@@ -96,6 +96,61 @@ class TrainPipelineTest(tf.test.TestCase, parameterized.TestCase):
     self.assertAllEqual(wet["clean"], wet_again["clean"])
 
 
+class MixingPipelineTest(tf.test.TestCase):
+
+  def stores(self, clean_examples=16, noise_examples=6, noise_rate=8000):
+    data_dir = self.create_tempdir().full_path
+    return (helpers.indexed_store(data_dir, "clean", num_examples=clean_examples, num_shards=4),
+            helpers.indexed_store(data_dir, "noise", num_examples=noise_examples, num_shards=2,
+                                  sample_rate=noise_rate, segment_samples=96))
+
+  def test_two_workers_read_disjoint_shards_of_both_stores(self):
+    clean, noise = self.stores()
+    fn = pipeline.make_mixing_dataset_fn(clean, noise, pipeline.TrainInputConfig(
+        global_batch_size=4, epochs=1, crop_seconds=0.005))
+    speech, noises = [], []
+    for worker in range(2):
+      batches = list(fn(context(2, worker)))
+      speech.append(seen(batches))
+      noises.append(set(seen(batches, "noise")))
+      for batch in batches:
+        self.assertEqual(sorted(batch), ["clean", "noise"])
+        self.assertEqual(batch["noise"].shape, [2, 40])
+        self.assertEqual(batch["noise"].dtype, tf.float32)
+    self.assertCountEqual(speech[0] + speech[1], range(16))  # one epoch of speech
+    self.assertEmpty(noises[0] & noises[1])  # noise shards split between the workers ...
+    self.assertEqual(noises[0] | noises[1], set(range(6)))  # ... and cycled: 8 > 3 each
+
+  def test_noise_has_its_own_shuffle_and_crops(self):
+    clean, noise = self.stores(noise_examples=16)
+    fn = pipeline.make_mixing_dataset_fn(clean, noise, pipeline.TrainInputConfig(
+        global_batch_size=4, epochs=1, seed=5, crop_seconds=0.005, deterministic=True))
+    batches = list(fn(context(1, 0)))
+    self.assertNotEqual(seen(batches), seen(batches, "noise"))
+    again = [b["noise"].numpy() for b in fn(context(1, 0))]
+    self.assertAllEqual([b["noise"].numpy() for b in batches], again)
+
+  def test_bad_stores_are_refused(self):
+    clean, noise = self.stores(noise_rate=16000)
+    config = pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=0.002)
+    with self.assertRaisesRegex(ValueError, "at 8000 Hz but the noise store 'noise' at 16000"):
+      pipeline.make_mixing_dataset_fn(clean, noise, config)
+    with self.assertRaisesRegex(ValueError, "holds clean records, but the noise store"):
+      pipeline.make_mixing_dataset_fn(clean, clean, config)
+    with self.assertRaisesRegex(ValueError, "not noisy/clean pairs: train from sources"):
+      pipeline.make_train_dataset_fn(clean, config)
+    with self.assertRaisesRegex(ValueError, "evaluation needs noisy/clean pairs"):
+      pipeline.make_eval_dataset_fn(clean, global_batch_size=2)
+    clean, noise = self.stores()
+    with self.assertRaisesRegex(ValueError, "Host-side reverb needs stored pairs"):
+      pipeline.make_mixing_dataset_fn(clean, noise, pipeline.TrainInputConfig(
+          global_batch_size=2, reverb=ops.RevEcho(sample_rate=8000)))
+    with self.assertRaisesRegex(ValueError, "clean segments hold 64 samples and the noise "
+                                "segments 96: pass --crop_seconds"):
+      pipeline.make_mixing_dataset_fn(clean, noise, pipeline.TrainInputConfig(
+          global_batch_size=2))
+
+
 class EvalPipelineTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters((1, 3, 5), (2, 4, 3), (4, 2, 3), (2, 5, 4))
