@@ -6,8 +6,9 @@
     train = make_train_step(model, loss_fn, optimizer, strategy, global_batch_size=64)
     metrics = train(iter(distributed_dataset))   # steps_per_loop steps, one call
 
-Per step, on every replica: optional `augment(noisy, clean, seed)` (e.g.
-`ops.RevEcho`), forward in the compute dtype, loss = sum of per-example losses
+Per step, on every replica: for `{clean, noise}` batches, `mix(clean, noise, seed)`
+(`ops.Mix`) makes the noisy input and its target; then optional
+`augment(noisy, clean, seed)` (e.g. `ops.RevEcho`), forward in the compute dtype, loss = sum of per-example losses
 / global batch, backward (all XLA-compiled when `jit_compile`); then one
 all-reduce of all gradients plus the loss sum and example count; the finite
 check runs on the reduced gradients, so every replica takes the same decision;
@@ -29,6 +30,9 @@ PRECISIONS = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
               "mixed_float16": tf.float16}
 LossFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 Augment = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tuple]
+Mixer = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tuple]  # (clean, noise, seed) -> (noisy, target)
+
+_MIX_STREAM = 0x4D4958  # the mix's draws: a stream of their own beside the augmentation's
 
 _PACK_BYTES = 32 * 2**20
 
@@ -72,7 +76,7 @@ class TrainStep:
   """`steps_per_loop` training steps per call, inside one tf.function.
 
   Batch contract: each replica receives `{"noisy", "clean"[, "weight"]}` batches
-  of `global_batch_size / num_replicas_in_sync` examples (what
+  (or, with `mix`, `{"clean", "noise"[, "weight"]}`) of `global_batch_size / num_replicas_in_sync` examples (what
   `InputContext.get_per_replica_batch_size` gives); a batch of any other size
   is refused (while tracing when the size is static, when the step runs when
   it is not), since the gradients are divided by `global_batch_size`.
@@ -104,6 +108,9 @@ class TrainStep:
     precision: float32 | mixed_bfloat16 | mixed_float16 (variables stay float32).
     augment: `augment(noisy, clean, seed) -> (noisy, clean)` run per replica
       inside the compiled step (e.g. `ops.RevEcho`, `ops.chain(...)`).
+    mix: `mix(clean, noise, seed) -> (noisy, target)` (e.g. `ops.Mix`), run per replica
+      inside the compiled step before `augment`, for input of separate clean speech and
+      noise (`input.pipeline.make_mixing_dataset_fn`); its draws get their own seed.
     clip_norm: clip the global norm of the reduced gradients (None: no clipping).
     steps_per_loop: steps per call.
     jit_compile: XLA-compile each replica's augment/forward/backward.
@@ -133,7 +140,8 @@ class TrainStep:
                clip_norm: Optional[float] = None, steps_per_loop: int = 1,
                jit_compile: bool = True, seed: int = 0,
                global_step: Optional[tf.Variable] = None, accumulate_steps: int = 1,
-               ema: Optional[optim.ExponentialMovingAverage] = None):
+               ema: Optional[optim.ExponentialMovingAverage] = None,
+               mix: Optional[Mixer] = None):
     self._dtype = compute_dtype(precision)
     self._global_batch_size = check_batch(global_batch_size, strategy.num_replicas_in_sync)
     self.steps_per_loop = checks.at_least("steps_per_loop", steps_per_loop, 1)
@@ -153,7 +161,7 @@ class TrainStep:
       self._streak = _counter("nonfinite_streak")
       self.reseeds = _counter("reseeds")
     self._check_in_scope()
-    self._loss_fn, self._augment, self._seed = loss_fn, augment, seed
+    self._loss_fn, self._augment, self._mix, self._seed = loss_fn, augment, mix, seed
     self._compute = tf.function(self._accumulate, jit_compile=jit_compile)
     self._loop = tf.function(self._train_loop)
 
@@ -249,8 +257,8 @@ class TrainStep:
         replica_nonfinite=sums["replica_nonfinite"])
 
   def _micro_step(self, batch, seed, scale):
-    """Augment, forward, loss and backward of one micro-batch on this replica."""
-    noisy, clean = batch["noisy"], batch["clean"]
+    """Mix, augment, forward, loss and backward of one micro-batch on this replica."""
+    noisy, clean = self._inputs(batch, seed)
     if self._augment is not None:
       noisy, clean = self._augment(noisy, clean, seed)
     weight = batch.get("weight")
@@ -272,6 +280,18 @@ class TrainStep:
     grads = tape.gradient(scaled_loss, self._variables)
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
     return grads, loss_sum, tf.reduce_sum(weight), finite
+
+  def _inputs(self, batch, seed):
+    """`(noisy, clean)` of a batch: as stored, or mixed from its clean speech and noise."""
+    if ("noise" in batch) != (self._mix is not None):
+      problem = ("separate clean speech and noise need a mix" if "noise" in batch
+                 else "a mix needs batches of clean speech and noise")
+      raise ValueError(
+          f"The batches hold {sorted(batch)}: {problem} (make_train_step(mix=ops.Mix(...)) "
+          "with input.pipeline.make_mixing_dataset_fn; stored pairs: neither).")
+    if self._mix is None:
+      return batch["noisy"], batch["clean"]
+    return self._mix(batch["clean"], batch["noise"], stateless.fold_in(seed, _MIX_STREAM))
 
   def _check_replica_batch(self, batch):
     """Refuses a per-replica batch that does not make `global_batch_size`; returns the batch
@@ -367,7 +387,8 @@ def make_train_step(model, loss_fn: LossFn, optimizer: optim.Optimizer,
                     jit_compile: bool = True, seed: int = 0,
                     global_step: Optional[tf.Variable] = None,
                     accumulate_steps: int = 1,
-                    ema: Optional[optim.ExponentialMovingAverage] = None) -> TrainStep:
+                    ema: Optional[optim.ExponentialMovingAverage] = None,
+                    mix: Optional[Mixer] = None) -> TrainStep:
   """Builds the training step (the arguments are `TrainStep`'s); call it with a
   (distributed) iterator."""
   return TrainStep(**locals())

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import ops
 from ops import stateless
 from tests import helpers
 from trainer import loss_scale as loss_scale_lib
@@ -160,6 +161,39 @@ class MetricsTest(tf.test.TestCase):
     self.assertNotAlmostEqual(losses[0], losses[1], places=3)  # replicas drew differently
     self.assertAllEqual(losses, second["replica_loss_sum"])    # and reproducibly
     self.assertAllEqual(first_weights[0], second_weights[0])
+
+
+class MixStepTest(tf.test.TestCase):
+
+  def sources(self):
+    examples = helpers.data()
+    return {"clean": examples["clean"], "noise": examples["noisy"] - examples["clean"]}
+
+  def test_the_step_mixes_per_replica_and_step_reproducibly_with_and_without_xla(self):
+    strategy = helpers.mirrored()
+    same = {k: np.repeat(v[:1], 64, axis=0) for k, v in self.sources().items()}
+    results = []
+    for jit in (True, True, False):
+      model, train = helpers.build(strategy, steps_per_loop=2, jit_compile=jit,
+                                   mix=ops.Mix(sample_rate=8000, second_noise_proba=0.5))
+      results.append((train(helpers.iterator(strategy, same, 4)), helpers.weights(model)))
+    (first, weights), (second, again), (eager, eager_weights) = results
+    losses = first["replica_loss_sum"].numpy()
+    self.assertNotAlmostEqual(losses[0], losses[1], places=3)  # replicas mixed differently
+    self.assertAllEqual(losses, second["replica_loss_sum"])    # and reproducibly
+    self.assertAllEqual(weights[0], again[0])
+    self.assertAllClose(losses, eager["replica_loss_sum"], rtol=1e-4)
+    self.assertAllClose(weights[0], eager_weights[0], rtol=1e-4, atol=1e-6)
+    self.assertNotAllClose(weights[0], helpers.Tiny().kernel.numpy())
+
+  def test_batches_and_mix_must_agree(self):
+    strategy = helpers.one_device()
+    _, train = helpers.build(strategy, mix=ops.Mix(sample_rate=8000))
+    with self.assertRaisesRegex(ValueError, "a mix needs batches of clean speech and noise"):
+      train(helpers.iterator(strategy, helpers.data(), 8))
+    _, train = helpers.build(strategy)
+    with self.assertRaisesRegex(ValueError, "separate clean speech and noise need a mix"):
+      train(helpers.iterator(strategy, self.sources(), 8))
 
 
 class AccumulationTest(tf.test.TestCase):
