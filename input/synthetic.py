@@ -1,4 +1,4 @@
-"""The synthetic noisy/clean corpus: synthesized talkers in synthesized noise, in the record format.
+"""The synthetic corpus: synthesized talkers in synthesized noise, as noisy/clean pairs or as separate clean and noise stores.
 
 Clean speech comes from input.speech (a source-filter synthesizer: random
 talkers of every size saying random syllables in phrases), with a mild random
@@ -9,6 +9,9 @@ the corpus's own talkers, level changes) at an SNR drawn from [-5, 20] dB.
 Each example is drawn from its own generator keyed by (seed, index), and
 babble from a bank of talkers keyed by the seed, so a corpus is the same
 whatever the order of generation or the number of processes generating it.
+The clean and noise stores of a seed hold exactly the speech and the noise its
+pairs are mixed from (noisy = clean + noise), so a run that mixes on the fly
+and a run on the stored pairs see the same material.
 
 Run: python -m input.synthetic --output_dir=/tmp/synth --num_examples=64
 """
@@ -83,29 +86,36 @@ def _microphone(rng, signal, sample_rate):
   return noise.shape_spectrum(signal, sample_rate, gain)
 
 
-def _pcm_example(seed: int, num_samples: int, sample_rate: int, index: int):
+def _pcm_example(seed: int, num_samples: int, sample_rate: int, kind: str, index: int):
+  """The int16 signals of example `index` that a `kind` store holds (records.KINDS order)."""
   noisy, clean = example(seed, index, num_samples, sample_rate)
-  return records.to_int16(noisy)[0], records.to_int16(clean)[0]
+  signals = {"noisy": noisy, "clean": clean, "noise": noisy - clean}
+  return tuple(records.to_int16(signals[name])[0] for name in records.KINDS[kind])
 
 
 def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
                  seconds: float, sample_rate: int = 48000, seed: int = 0,
                  num_shards: int = 8, compression: str = "none",
-                 processes: int = 0, overwrite: bool = False) -> records.Manifest:
+                 processes: int = 0, overwrite: bool = False,
+                 kind: str = "pairs") -> records.Manifest:
   """Generates `num_examples` examples and writes them as a split; returns its manifest.
 
   Args:
+    kind: pairs, or the examples' clean speech or noise alone (records.KINDS).
     processes: generator processes (0: one per CPU core); corpora of fewer than
       64 examples are generated in this process.
     overwrite: replace the split if `output_dir` holds it (else FileExistsError).
   """
   checks.at_least("num_examples", num_examples, 1)
   checks.positive("seconds", seconds)
+  if records.check_kind(kind) == "rir":
+    raise checks.ArgumentError("kind", kind, "is not synthesized here: simulate rooms with "
+                               "python -m input.prepare --kind=rir --simulated_rooms=N.")
   # The talkers' formants and fricatives reach about 3.5 kHz: below 8 kHz they would alias.
   checks.at_least("sample_rate", sample_rate, MIN_SAMPLE_RATE)
   num_samples = int(round(seconds * sample_rate))
   meter = progress.Progress(f"synthetic {split}", num_examples, "examples")
-  make = functools.partial(_pcm_example, seed, num_samples, sample_rate)
+  make = functools.partial(_pcm_example, seed, num_samples, sample_rate, kind)
   processes = processes or os.cpu_count() or 1
   pool = None
   if processes > 1 and num_examples >= PARALLEL_FROM:
@@ -115,8 +125,8 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
   def examples():
     pcm = pool.map(make, range(num_examples), chunksize=8) if pool else map(
         make, range(num_examples))
-    for index, (noisy, clean) in enumerate(pcm):
-      yield noisy, clean, f"synth-{seed}-{index}"
+    for index, signals in enumerate(pcm):
+      yield (*signals, f"synth-{seed}-{index}")
       if index == 0:
         meter.restart(1)  # the first one also waited for the processes to start
       meter.update(index + 1)
@@ -125,7 +135,7 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
     return records.write_split(examples(), output_dir, split,
                                num_shards=min(num_shards, num_examples),
                                sample_rate=sample_rate, segment_samples=num_samples,
-                               compression=compression, overwrite=overwrite)
+                               compression=compression, overwrite=overwrite, kind=kind)
   finally:
     if pool:
       pool.shutdown(cancel_futures=True)
@@ -134,7 +144,7 @@ def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,
 def ensure_corpus(output_dir: str, *, split: str, **corpus_args) -> records.Manifest:
   """The split's manifest, generating the corpus first if it is not there yet."""
   if tf.io.gfile.exists(records.manifest_path(output_dir, split)):
-    return records.read_manifest(output_dir, split)
+    return records.read_manifest(output_dir, split, kind=corpus_args.get("kind", "pairs"))
   logging.info("Generating the synthetic %s split in %s (first use).", split, output_dir)
   return write_corpus(output_dir, split=split, **corpus_args)
 
@@ -149,7 +159,8 @@ def main(argv):
                             num_examples=FLAGS.num_examples, seconds=FLAGS.seconds,
                             sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
                             num_shards=FLAGS.num_shards, compression=FLAGS.compression,
-                            processes=FLAGS.processes, overwrite=FLAGS.overwrite)
+                            processes=FLAGS.processes, overwrite=FLAGS.overwrite,
+                            kind=FLAGS.kind)
   except checks.ArgumentError as e:
     sys.exit(f"input.synthetic: {e.flag()}")
   except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
@@ -168,6 +179,9 @@ if __name__ == "__main__":
   flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
   flags.DEFINE_integer("processes", 0, "Generator processes (0: one per CPU core).")
   flags.DEFINE_bool("overwrite", False, "Replace the split if --output_dir already holds it.")
+  flags.DEFINE_enum("kind", "pairs", ["pairs", "clean", "noise"],
+                    "What to store: noisy/clean pairs, or the same examples' clean speech "
+                    "or noise alone (for training that mixes on the fly).")
   flags.DEFINE_enum("compression", "none", sorted(records.COMPRESSIONS),
                     "TFRecord compression (none is fastest to read; audio barely compresses).")
   flags.mark_flag_as_required("output_dir")

@@ -14,6 +14,7 @@ import tensorflow_io as tfio
 from input import audio
 from input import prepare
 from input import records
+from input import rooms
 from tests import helpers
 
 
@@ -196,6 +197,65 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(result.returncode, 1)
     self.assertIn("input.prepare: --noisy_dir=", result.stderr.strip().splitlines()[-1])
     self.assertIn("holds no .wav/.flac files", result.stderr)
+
+
+class SourcesAndRoomsTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.create_tempdir().full_path
+    self.output_dir = os.path.join(self.root, "out")
+
+  def test_a_noise_store_from_files_at_their_own_rates(self):
+    noise_dir = os.path.join(self.root, "noise")
+    rng = np.random.default_rng(0)
+    write_audio(os.path.join(noise_dir, "fan.wav"), 0.1 * rng.normal(size=44100), 44100,
+                "wav16")
+    write_audio(os.path.join(noise_dir, "sub/street.flac"), sine(2.1, 16000), 16000, "flac")
+    manifest = prepare.prepare_sources(noise_dir, self.output_dir, kind="noise",
+                                       split="noise", sample_rate=16000, segment_seconds=0.5)
+    self.assertEqual((manifest.kind, manifest.sample_rate, manifest.segment_samples),
+                     ("noise", 16000, 8000))
+    self.assertEqual(manifest.num_examples, 2 + 5)  # 1 s -> 2; 2.1 s -> 4 and a tail
+    parsed = records.parse_batch(next(iter(tf.data.TFRecordDataset(manifest.paths).batch(9))),
+                                 segment_samples=8000, kind="noise")
+    ids = [i.decode() for i in parsed["id"].numpy()]
+    self.assertAllClose(records.to_float(parsed["noise"])[ids.index("sub/street.flac#1")],
+                        sine(1.0, 16000)[8000:16000], atol=2e-3)
+    with self.assertRaisesRegex(FileExistsError, "already holds split .noise."):
+      prepare.prepare_sources(noise_dir, self.output_dir, kind="noise", split="noise",
+                              sample_rate=16000, segment_seconds=0.5)
+
+  def test_measured_and_simulated_rooms_in_one_store(self):
+    rir_dir = os.path.join(self.root, "rirs")
+    measured = np.zeros(48000)  # 1 s at 48 kHz: longer than the store's 0.25 s
+    measured[100], measured[3000], measured[20000] = 0.5, 0.2, 0.1
+    write_audio(os.path.join(rir_dir, "hall.wav"), measured, 48000, "float")
+    with self.assertLogs("absl", "WARNING") as logs:
+      manifest = prepare.prepare_rooms(self.output_dir, split="rooms", input_dir=rir_dir,
+                                       simulated_rooms=3, sample_rate=16000,
+                                       rir_seconds=0.25)
+    self.assertIn("hall.wav: 3.3% of the response's energy lies past --rir_seconds",
+                  "".join(logs.output))
+    self.assertEqual((manifest.kind, manifest.num_examples, manifest.segment_samples),
+                     ("rir", 4, 4000))
+    responses = rooms.load(self.output_dir, "rooms", sample_rate=16000)
+    self.assertEqual(responses.shape, (4, 4000))
+    self.assertAllClose(np.abs(responses).max(axis=1), np.ones(4))
+    hall = responses[np.argmax(np.abs(responses[:, 1000]) > 0.1)]  # 3000 / 3 = tap 1000
+    self.assertEqual(np.argmax(np.abs(hall)), 33)  # 100 / 3, resampled exactly
+    with self.assertRaisesRegex(ValueError, "at 16000 Hz, but the speech is at 48000 Hz"):
+      rooms.load(self.output_dir, "rooms", sample_rate=48000)
+    with self.assertRaisesRegex(ValueError, "No rooms: pass --input_dir"):
+      prepare.prepare_rooms(self.output_dir, split="none")
+
+  def test_command_line_source_without_input_dir_is_one_clear_line(self):
+    result = subprocess.run(
+        [sys.executable, "-m", "input.prepare", "--kind=noise", f"--output_dir={self.root}"],
+        capture_output=True, text=True, timeout=120, env=helpers.env())
+    self.assertEqual(result.returncode, 1)
+    self.assertEqual("input.prepare: --kind=noise needs --input_dir, the directory of noise "
+                     "recordings.", result.stderr.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

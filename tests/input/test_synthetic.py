@@ -77,6 +77,24 @@ class SyntheticTest(tf.test.TestCase):
     self.assertAllClose(records.pcm_to_float(parsed["clean"])[first], clean, atol=1 / 32768)
     self.assertAllClose(records.pcm_to_float(parsed["noisy"])[first], noisy, atol=1 / 32768)
 
+  def test_clean_and_noise_stores_hold_what_the_pairs_are_mixed_from(self):
+    data_dir = self.create_tempdir().full_path
+    args = dict(num_examples=3, seconds=0.25, sample_rate=RATE, seed=4, num_shards=1)
+    stores = {kind: synthetic.write_corpus(data_dir, split=kind, kind=kind, **args)
+              for kind in ("pairs", "clean", "noise")}
+    parsed = {kind: records.parse_batch(next(iter(tf.data.TFRecordDataset(m.paths).batch(3))),
+                                        segment_samples=4000, kind=kind)
+              for kind, m in stores.items()}
+    self.assertEqual(stores["noise"].kind, "noise")
+    pairs = parsed["pairs"]
+    self.assertAllClose(records.to_float(parsed["clean"]["clean"]),
+                        records.to_float(pairs["clean"]), atol=1 / 32768)
+    self.assertAllClose(records.to_float(parsed["noise"]["noise"]),
+                        records.to_float(pairs["noisy"]) - records.to_float(pairs["clean"]),
+                        atol=2 / 32768)
+    with self.assertRaisesRegex(ValueError, "holds clean records, but a noise store"):
+      synthetic.ensure_corpus(data_dir, split="clean", kind="noise", **args)
+
 
 def full_disk(limit_bytes=50000):
   """For a child process: any file past `limit_bytes` fails to grow (EFBIG), as on a full disk."""
