@@ -1,5 +1,6 @@
 """Accelerator-side audio ops (XLA-compilable TensorFlow): mixing, reverb, remix, stateless draws, spectral helpers."""
 
+from ops import mix
 from ops import spectral
 from ops import stateless
 from ops.mix import Mix

@@ -125,7 +125,7 @@ class Mix(tf.Module):
     rooms = self._rooms(rirs)
     speech, target = clean, clean
     if rooms is not None:
-      _check_fits(rooms, clean.shape[1], self.sample_rate)
+      check_room_length(rooms.shape[1], clean.shape[1], self.sample_rate)
       room = tf.gather(rooms, draws.speech_room)
       reverberant = reverb.apply_ir(clean, room)
       early = reverb.apply_ir(clean, room * early_window(room, self.early_samples))
@@ -222,8 +222,8 @@ def _check_rirs(rirs) -> tf.Tensor:
   return rooms
 
 
-def _check_fits(rooms: tf.Tensor, time: int, sample_rate: float):
-  taps = rooms.shape[1]
+def check_room_length(taps: Optional[int], time: int, sample_rate: float):
+  """Raises ValueError if room responses of `taps` are longer than the `time`-sample crops."""
   if taps is not None and taps > time:
     raise ValueError(f"The room responses are {taps} samples ({taps / sample_rate:g} s), "
                      f"longer than the {time}-sample ({time / sample_rate:g} s) crops they "

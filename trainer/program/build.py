@@ -16,6 +16,7 @@ import tensorflow as tf
 from common import checks
 from input import pipeline
 from input import records
+from input import rooms
 from input import synthetic
 import ops
 from trainer import loss_scale as loss_scale_lib
@@ -34,7 +35,8 @@ from trainer.loop import sidecar as sidecar_lib
 from trainer.models import card as card_lib
 from trainer.program import strategy as strategy_lib
 
-Manifests = Tuple[records.Manifest, Optional[records.Manifest]]  # (train, eval or None)
+# (train: the pairs or the clean speech, noise to mix or None, eval or None)
+Manifests = Tuple[records.Manifest, Optional[records.Manifest], Optional[records.Manifest]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +47,8 @@ class Job:
   workers: int
   out_dir: str  # this worker's model_dir (the chief's is model_dir itself)
   card: card_lib.ModelCard  # what config.json holds
-  train_manifest: records.Manifest
+  train_manifest: records.Manifest  # the stored pairs, or the clean speech a mixing run reads
+  noise_manifest: Optional[records.Manifest]  # the noise a mixing run reads
   eval_manifest: Optional[records.Manifest]
   train_step: step_lib.TrainStep
   checkpoint: tf.train.Checkpoint
@@ -76,22 +79,28 @@ def build(configs) -> Job:
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
   if tf.train.get_checkpoint_state(os.path.join(out_dir, checkpoints.CHECKPOINT_DIR)):
     card.check(out_dir)  # a card without checkpoints (a failed first chunk) binds nothing
-  train_step, loss_fn, host_reverb = build_train_step(configs, strategy, card)
   segment_seconds = (real[0].segment_samples / sample_rate if real else
                      data.synthetic_seconds)
-  loop = loop_config(configs, data.crop_seconds or segment_seconds)
+  crop_seconds = data.crop_seconds or segment_seconds
+  train_step, loss_fn, host_reverb = build_train_step(
+      configs, strategy, card, rirs=room_responses(data, sample_rate, crop_seconds))
+  loop = loop_config(configs, crop_seconds)
   # a sidecar evaluator waits for its trainer to generate the synthetic corpus
-  train_manifest, eval_manifest = real or synthetic_manifests(
+  train_manifest, noise_manifest, eval_manifest = real or synthetic_manifests(
       configs, create=chief and run.mode != "continuous_eval")
-  train_dataset_fn = _train_input(configs, train_manifest, host_reverb)
+  train_dataset_fn = _train_input(configs, train_manifest, noise_manifest, host_reverb)
   train_dataset_fn(0)  # checks the crop against the data and the service address
-  logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training examples (%.2f h) "
-               "at %d Hz.", task_type, task_id, workers, " (chief)" if chief else "",
+  logging.info("%s %d of %d workers%s: %d replica(s) on %s; %d training %s (%.2f h) at %d Hz%s.",
+               task_type, task_id, workers, " (chief)" if chief else "",
                strategy.num_replicas_in_sync, strategy.extended.worker_devices,
-               train_manifest.num_examples, train_manifest.total_hours, sample_rate)
+               train_manifest.num_examples,
+               "clean segments" if noise_manifest else "examples", train_manifest.total_hours,
+               sample_rate, f", mixed with {noise_manifest.num_examples} noise segments "
+               f"({noise_manifest.total_hours:.2f} h) in the step" if noise_manifest else "")
   return Job(
       configs=configs, strategy=strategy, workers=workers, out_dir=out_dir, card=card,
-      train_manifest=train_manifest, eval_manifest=eval_manifest, train_step=train_step,
+      train_manifest=train_manifest, noise_manifest=noise_manifest,
+      eval_manifest=eval_manifest, train_step=train_step,
       checkpoint=tf.train.Checkpoint(model=train_step.model, optimizer=train_step.optimizer,
                                      loss_scale=train_step.loss_scale,
                                      global_step=train_step.global_step,
@@ -217,19 +226,25 @@ def check_data_source(data):
 
 
 def real_manifests(data) -> Manifests:
-  """The prepared splits in --data_dir (the eval split if it is there)."""
-  train = records.read_manifest(data.data_dir, data.train_split)
+  """The prepared splits in --data_dir: the pairs (or, mixing, the clean and noise stores)
+  and the eval split if it is there."""
+  if data.mixing:
+    train = records.read_manifest(data.data_dir, data.clean_split, kind="clean")
+    noise = records.read_manifest(data.data_dir, data.noise_split, kind="noise")
+  else:
+    train, noise = records.read_manifest(data.data_dir, data.train_split, kind="pairs"), None
   if data.eval_split and tf.io.gfile.exists(records.manifest_path(data.data_dir,
                                                                   data.eval_split)):
-    return train, records.read_manifest(data.data_dir, data.eval_split)
+    return train, noise, records.read_manifest(data.data_dir, data.eval_split, kind="pairs")
   if data.eval_split:
     logging.warning("No %s split in %s: training without evaluation.", data.eval_split,
                     data.data_dir)
-  return train, None
+  return train, noise, None
 
 
 def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
-  """The synthetic corpus's splits, generated on first use.
+  """The synthetic corpus's splits, generated on first use: the training pairs, or (mixing)
+  the same examples' clean speech and noise as separate stores; and the eval pairs.
 
   Only one process may generate it (`create`); the others wait for it.
   """
@@ -238,15 +253,38 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
   eval_split = data.eval_split or "eval"  # made even when this run does not evaluate: a
   # sidecar evaluator of it will
+  train_splits = ({data.clean_split: "clean", data.noise_split: "noise"} if data.mixing
+                  else {data.train_split: "pairs"})
   if not create:
-    for split in (data.train_split, eval_split):
+    for split in (*train_splits, eval_split):
       _wait_for(records.manifest_path(directory, split))
-  train = synthetic.ensure_corpus(directory, split=data.train_split, seed=seed,
-                                  num_examples=data.synthetic_examples, **corpus)
+  train = [synthetic.ensure_corpus(directory, split=split, kind=kind, seed=seed,
+                                   num_examples=data.synthetic_examples, **corpus)
+           for split, kind in train_splits.items()]
   evaluation_split = synthetic.ensure_corpus(
       directory, split=eval_split, seed=seed + 1000,
       num_examples=data.synthetic_eval_examples, **corpus)
-  return train, evaluation_split if data.eval_split else None
+  return (train[0], train[1] if data.mixing else None,
+          evaluation_split if data.eval_split else None)
+
+
+def room_responses(data, sample_rate: int, crop_seconds: float) -> Optional[np.ndarray]:
+  """`[rooms, taps]` responses for the mix when it reverberates (--rir_proba > 0): the
+  --rir_split store of --data_dir, or --simulated_rooms rooms as long as the crop (at most
+  1 s) simulated from the run's seed; None otherwise."""
+  if not (data.mixing and data.rir_proba > 0):
+    return None
+  if data.rir_split:
+    if data.data_dir is None:
+      raise checks.ArgumentError("rir_split", data.rir_split, "names a room store in "
+                                 "--data_dir; the synthetic corpus has none (drop it to "
+                                 "simulate rooms).")
+    responses = rooms.load(data.data_dir, data.rir_split, sample_rate=sample_rate)
+    ops.mix.check_room_length(responses.shape[1], int(round(crop_seconds * sample_rate)),
+                              sample_rate)
+    return responses
+  return np.stack([response for response, _ in rooms.simulated_set(
+      data.simulated_rooms, sample_rate=sample_rate, seconds=min(1.0, crop_seconds))])
 
 
 def _wait_for(path: str, timeout_seconds: float = 1800.0):
@@ -269,8 +307,16 @@ def _schedule(configs) -> optim.Schedule:
                                final_fraction=opt.final_lr_fraction)
 
 
-def _augmentations(data, sample_rate: int):
-  """`(on the device or None, host reverb or None)`."""
+def _augmentations(data, sample_rate: int, rirs: Optional[np.ndarray]):
+  """`(mix or None, on the device or None, host reverb or None)`."""
+  mix = None
+  if data.mixing:
+    with checks.renamed(early_ms="early_reflections_ms"):
+      mix = ops.Mix(sample_rate=sample_rate, snr_db=data.snr_db,
+                    speech_level_db=data.speech_level_db, rir_proba=data.rir_proba, rirs=rirs,
+                    early_ms=data.early_reflections_ms,
+                    second_noise_proba=data.second_noise_proba, clip_proba=data.clip_proba,
+                    band_limit_proba=data.band_limit_proba)
   with checks.renamed(proba="reverb_proba", keep_clean="reverb_keep_clean"):
     reverb = ops.RevEcho(sample_rate=sample_rate, proba=data.reverb_proba,
                          keep_clean=data.reverb_keep_clean) if data.reverb != "off" else None
@@ -278,13 +324,14 @@ def _augmentations(data, sample_rate: int):
     remix = ops.Remix(proba=data.remix_proba)
   on_device = [remix] if remix.proba > 0 else []
   on_device += [reverb] if data.reverb == "device" else []
-  return (ops.chain(*on_device) if on_device else None,
+  return (mix, ops.chain(*on_device) if on_device else None,
           reverb if data.reverb == "host" else None)
 
 
-def build_train_step(configs, strategy, card: card_lib.ModelCard):
-  """Model, AdamW, loss scale, augmentations and loss under `strategy`; returns
-  `(train_step, loss_fn, host reverb or None)`."""
+def build_train_step(configs, strategy, card: card_lib.ModelCard,
+                     rirs: Optional[np.ndarray] = None):
+  """Model, AdamW, loss scale, mix, augmentations and loss under `strategy` (`rirs`: the
+  mix's room responses); returns `(train_step, loss_fn, host reverb or None)`."""
   run, opt = configs.run, configs.optimization
   with strategy.scope():
     model = card.build()
@@ -295,7 +342,7 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard):
         growth_interval=opt.loss_scale_growth_interval)
     ema = (optim.ExponentialMovingAverage(opt.ema_decay, warmup=opt.ema_warmup)
            if opt.ema_decay else None)
-  on_device, host_reverb = _augmentations(configs.data, card.sample_rate)
+  mix, on_device, host_reverb = _augmentations(configs.data, card.sample_rate, rirs)
   loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
                                waveform_loss=configs.model.waveform_loss)
   train_step = step_lib.make_train_step(
@@ -304,7 +351,7 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard):
       clip_norm=opt.clip_norm, steps_per_loop=run.steps_per_loop,
       jit_compile=run.jit_compile == "on" or (
           run.jit_compile == "auto" and "GPU" in strategy.extended.worker_devices[0]),
-      seed=run.seed, accumulate_steps=run.accumulate_steps, ema=ema)
+      seed=run.seed, accumulate_steps=run.accumulate_steps, ema=ema, mix=mix)
   return train_step, loss_fn, host_reverb
 
 
@@ -321,21 +368,26 @@ def _evaluator(configs, strategy, model, loss_fn,
       perceptual_examples=configs.run.eval_perceptual_examples)
 
 
-def _train_input(configs, manifest, host_reverb) -> Callable[..., pipeline.DatasetFn]:
+def _train_input(configs, manifest, noise_manifest,
+                 host_reverb) -> Callable[..., pipeline.DatasetFn]:
   """`(skip_steps, reseeds) -> dataset_fn` for the training input (`skip_steps` updates
   already taken, each of `accumulate_steps` micro-batches; `reseeds`: the round of draws, 0
-  for the run's seed, another seed after each recovery)."""
+  for the run's seed, another seed after each recovery): stored pairs, or clean speech and
+  noise (`noise_manifest`) for the step to mix."""
   run, data = configs.run, configs.data
 
   def dataset_fn(skip_steps: int = 0, reseeds: int = 0) -> pipeline.DatasetFn:
     seed = run.seed if not reseeds else int(
         np.random.SeedSequence([run.seed, reseeds]).generate_state(1)[0])
-    return pipeline.make_train_dataset_fn(manifest, pipeline.TrainInputConfig(
+    config = pipeline.TrainInputConfig(
         global_batch_size=run.global_batch_size, crop_seconds=data.crop_seconds or None,
         shuffle_buffer_mb=data.shuffle_buffer_mb, seed=seed, reverb=host_reverb,
         cycle_length=data.cycle_length, ram_budget_mb=data.ram_budget_mb,
         deterministic=data.deterministic_input, skip_steps=skip_steps * run.accumulate_steps,
         data_service=data.data_service, data_service_sharding=data.data_service_sharding,
-        data_service_timeout=data.data_service_timeout))
+        data_service_timeout=data.data_service_timeout)
+    if noise_manifest is not None:
+      return pipeline.make_mixing_dataset_fn(manifest, noise_manifest, config)
+    return pipeline.make_train_dataset_fn(manifest, config)
 
   return dataset_fn

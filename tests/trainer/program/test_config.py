@@ -7,9 +7,12 @@ import os
 from absl import flags
 from absl.testing import flagsaver
 from absl.testing import parameterized
+import numpy as np
 import tensorflow as tf
 
 from common import checks
+from input import pipeline
+from input import records
 from tests import helpers
 from trainer import main  # defines every flag of the program
 from trainer.program import build
@@ -115,10 +118,23 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       (["--data_service_timeout=0"], "--data_service_timeout=0.0 must be a positive number"),
       (["--recover_attempts=-1"], "--recover_attempts=-1 must be >= 0"),
       (["--divergence_rise=-2"], "--divergence_rise=-2.0 must be >= 0"),
-      (["--divergence_loss=nan"], "--divergence_loss=nan must be a finite number"))
+      (["--divergence_loss=nan"], "--divergence_loss=nan must be a finite number"),
+      (["--clean_split=speech"], "--clean_split=speech needs --noise_split too"),
+      (["--noise_split=noise"], "--noise_split=noise needs --clean_split too"),
+      (["--rir_split=rooms"], "--rir_split=rooms is for runs that mix"),
+      (["--snr_db=5"], "--snr_db='5' must be LO,HI"),
+      (["--clean_split=speech", "--noise_split=noise", "--snr_db=20,5"],
+       r"--snr_db=\(20, 5\) must be \(lo, hi\) with lo <= hi"),
+      (["--clean_split=speech", "--noise_split=noise", "--rir_proba=2"],
+       r"--rir_proba=2.0 must be in \[0, 1\]"),
+      (["--clean_split=speech", "--noise_split=noise", "--early_reflections_ms=-1"],
+       "--early_reflections_ms=-1.0 must be >= 0"))
   def test_bad_values_name_the_flag(self, argv, error):
     data_dir = self.create_tempdir().full_path
     helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
+    for kind, split in (("clean", "speech"), ("noise", "noise")):
+      helpers.indexed_store(data_dir, kind, num_examples=2, num_shards=1,
+                            segment_samples=8000, split=split)
     with self.assertRaises(checks.ArgumentError) as refused:
       build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
                         "--eval_split=", *argv))
@@ -151,6 +167,37 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(checks.ArgumentError, "early_stop_patience=2 acts in "
                                 "training: a sidecar evaluator cannot stop the trainer"):
       build.sidecar(job)
+
+  def test_a_mixing_run_reads_both_stores_and_mixes_with_the_rooms_in_the_step(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000,
+                          split="eval")
+    helpers.indexed_store(data_dir, "clean", num_examples=16, num_shards=2,
+                          segment_samples=8000, split="speech")
+    helpers.indexed_store(data_dir, "noise", num_examples=6, num_shards=1,
+                          segment_samples=8000)
+    rooms = np.zeros([3, 4000], np.float32)
+    rooms[:, 10] = 1.0
+    records.write_split(((r, f"r{i}") for i, r in enumerate(rooms)), data_dir, "rooms",
+                        num_shards=1, sample_rate=8000, segment_samples=4000, kind="rir")
+    mixing = ("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}", "--clean_split=speech",
+              "--noise_split=noise", "--rir_split=rooms", "--rir_proba=0.5",
+              "--snr_db=0,10", "--remix_proba=0", "--reverb=off")
+    job = build.build(parse(*mixing))
+    mix = job.train_step._mix  # pylint: disable=protected-access
+    self.assertEqual((mix.snr_db, mix.speech_level_db, mix.rir_proba), ((0.0, 10.0),
+                                                                         (-35.0, -15.0), 0.5))
+    self.assertAllEqual(mix.rirs, rooms)
+    self.assertEqual((job.train_manifest.kind, job.noise_manifest.kind), ("clean", "noise"))
+    iterator = iter(pipeline.distribute(job.strategy, job.train_dataset_fn(0)))
+    metrics = job.train_step(iterator, num_steps=2)
+    self.assertEqual(int(metrics["global_step"]), 2)
+    self.assertTrue(np.isfinite(metrics["loss"]))
+    with self.assertRaisesRegex(ValueError, "room responses are 4000 samples .* longer than "
+                                "the 2400-sample"):
+      build.build(parse(*mixing, "--crop_seconds=0.3"))
+    with self.assertRaisesRegex(ValueError, "holds pairs records, but a clean store"):
+      build.build(parse(*mixing, "--clean_split=eval"))
 
   def test_every_field_is_one_flag(self):
     for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,

@@ -1,12 +1,30 @@
-"""Data flags: where the shards are (or the synthetic corpus), cropping, shuffling, reverb and remix placement."""
+"""Data flags: where the shards are (or the synthetic corpus), pairs or sources to mix, cropping, shuffling, reverb and remix placement."""
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
 from common import checks
 from trainer.program import config as config_lib
 
 flag = config_lib.flag
+SNR_DB = (-5.0, 20.0)
+SPEECH_LEVEL_DB = (-35.0, -15.0)  # the DNS Challenge synthesizer's range
+
+
+def parse_range(name: str, default: Tuple[float, float]) -> Callable:
+  """A parser of "LO,HI" into `(lo, hi)` floats (`default` when the flag is unset)."""
+
+  def parse(text: Optional[str]) -> Tuple[float, float]:
+    if not text:
+      return default
+    try:
+      lo, hi = (float(part) for part in text.split(","))
+    except ValueError:
+      raise checks.ArgumentError(name, repr(text), "must be LO,HI (two numbers, e.g. "
+                                 f"{default[0]:g},{default[1]:g}).") from None
+    return lo, hi
+
+  return parse
 
 
 @config_lib.define
@@ -26,7 +44,34 @@ class DataConfig:
   synthetic_seconds: float = flag(2.0, "Length of each synthetic example.")
   sample_rate: int = flag(16000, "Sample rate of the synthetic corpus (real data: taken from "
                           "its manifest).")
-  train_split: str = flag("train", "Split name for training.")
+  train_split: str = flag("train", "Split name for training (stored noisy/clean pairs).")
+  clean_split: str = flag("", "Clean-speech store to mix from (input.prepare --kind=clean; "
+                          "synthetic: the corpus's own talkers). With --noise_split, training "
+                          "mixes speech and noise on the fly in the step (ops.Mix) instead of "
+                          "reading --train_split pairs.")
+  noise_split: str = flag("", "Noise store to mix from (input.prepare --kind=noise; synthetic: "
+                          "the corpus's own noises).")
+  rir_split: str = flag("", "Room store for --rir_proba (input.prepare --kind=rir: measured "
+                        "or simulated responses). Unset: --simulated_rooms rooms simulated at "
+                        "startup (input.rooms).")
+  simulated_rooms: int = flag(200, "Rooms simulated at startup for --rir_proba without "
+                              "--rir_split.")
+  snr_db: Tuple[float, float] = flag(SNR_DB, "LO,HI: SNR range of the on-the-fly mix, in dB "
+                                     "(default -5,20).", parse=parse_range("snr_db", SNR_DB))
+  speech_level_db: Tuple[float, float] = flag(
+      SPEECH_LEVEL_DB, "LO,HI: speech RMS of the on-the-fly mix, in dBFS (default -35,-15).",
+      parse=parse_range("speech_level_db", SPEECH_LEVEL_DB))
+  rir_proba: float = flag(0.0, "Probability that a mixed example's speech and noise are "
+                          "convolved with a room response (the target keeps the direct path "
+                          "and --early_reflections_ms).")
+  early_reflections_ms: float = flag(50.0, "How much of the room response after the direct "
+                                     "path the target of a reverberated mix keeps.")
+  second_noise_proba: float = flag(0.0, "Probability that a mixed example gets a second "
+                                   "noise (another example's) at -5..5 dB to the first.")
+  clip_proba: float = flag(0.0, "Probability that a mixed example is clipped 1-12 dB below "
+                           "its peak.")
+  band_limit_proba: float = flag(0.0, "Probability that a mixed example and its target are "
+                                 "low-passed at 3.4-8 kHz (telephone, codecs).")
   eval_split: str = flag("eval", "Split name for evaluation ('' to skip eval).")
   crop_seconds: float = flag(1.0, "Random crop per training example (0: the whole segment).")
   shuffle_buffer_mb: float = flag(256.0, "Shuffle buffer memory per input pipeline, in MB of "
@@ -59,6 +104,20 @@ class DataConfig:
     for name in ("synthetic_examples", "synthetic_eval_examples"):
       checks.at_least(name, getattr(self, name), 1)
     checks.positive("synthetic_seconds", self.synthetic_seconds)
+    if bool(self.clean_split) != bool(self.noise_split):
+      given, missing = (("clean_split", "noise_split") if self.clean_split
+                        else ("noise_split", "clean_split"))
+      raise checks.ArgumentError(given, getattr(self, given), f"needs --{missing} too: "
+                                 "training mixes a clean store with a noise store.")
+    if self.rir_split and not self.mixing:
+      raise checks.ArgumentError("rir_split", self.rir_split, "is for runs that mix "
+                                 "(--clean_split and --noise_split).")
+    checks.at_least("simulated_rooms", self.simulated_rooms, 1)
+
+  @property
+  def mixing(self) -> bool:
+    """Whether training mixes clean and noise stores on the fly (else: stored pairs)."""
+    return bool(self.clean_split)
 
 
 def from_flags() -> DataConfig:
