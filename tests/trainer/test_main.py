@@ -17,6 +17,7 @@ import pytest
 from scipy import signal as scipy_signal
 import tensorflow as tf
 
+from input import prepare
 from input import records
 from input import synthetic
 from tests import helpers
@@ -359,15 +360,19 @@ class DiagnoseModeTest(tf.test.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.root = tempfile.mkdtemp()
-    synthetic.write_corpus(f"{cls.root}/data48k", num_examples=16, seconds=0.5,
-                           sample_rate=48000, num_shards=4)
+    corpus = dict(num_examples=16, seconds=0.5, sample_rate=48000, num_shards=4)
+    synthetic.write_corpus(f"{cls.root}/data48k", **corpus)
+    for kind, split in (("clean", "speech"), ("noise", "noise")):  # for a100_mixing.flags
+      synthetic.write_corpus(f"{cls.root}/data48k", split=split, kind=kind, **corpus)
+    prepare.prepare_rooms(f"{cls.root}/data48k", split="rooms", simulated_rooms=4,
+                          sample_rate=48000, rir_seconds=0.2)
 
   def test_every_flagfile_diagnoses_on_cpu_replicas(self):
     small = ["--num_gpus=0", "--cpu_replicas=2", "--crop_seconds=0.25", "--hidden=8",
              "--depth=2", "--attention_heads=2", "--global_batch_size=4",
              "--diagnose_steps=3", "--diagnose_warmup=1", "--mode=diagnose",
              "--shuffle_buffer_mb=16"]
-    for name in ("cpu.flags", "a100.flags", "h100x8.flags"):
+    for name in ("cpu.flags", "a100.flags", "a100_mixing.flags", "h100x8.flags"):
       model_dir = f"{self.root}/{name}"
       result = run_main(f"--flagfile=flags/{name}", *small, f"--model_dir={model_dir}",
                         f"--data_dir={self.root}/data48k")

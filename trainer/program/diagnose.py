@@ -62,8 +62,11 @@ def input_only(strategy: tf.distribute.Strategy, iterator) -> Callable[[int], No
     total = tf.constant(0.0)
     for _ in tf.range(n):
       batch = next(iterator)
-      # Touch one sample per replica so every per-replica batch is really delivered.
-      touched = strategy.run(lambda b: b["noisy"][0, 0] + b["clean"][0, 0], args=(batch,))
+      # Touch one sample of each signal per replica so every per-replica batch (pairs, or
+      # clean speech and noise to mix) is really delivered.
+      touched = strategy.run(lambda b: tf.add_n([tf.cast(b[k][0, 0], tf.float32)
+                                                 for k in sorted(b) if k != "weight"]),
+                             args=(batch,))
       total += tf.reshape(strategy.reduce(tf.distribute.ReduceOp.SUM, touched, axis=None), [])
     return total
 
