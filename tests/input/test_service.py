@@ -77,6 +77,19 @@ class ServiceTest(tf.test.TestCase):
     self.assertContainsSubset(seen, range(24))
     self.assertGreater(len(seen), 12)
 
+  def test_a_mixing_pipeline_runs_on_the_service(self):
+    data_dir = self.create_tempdir().full_path
+    clean = helpers.indexed_store(data_dir, "clean", num_examples=12, num_shards=3)
+    noise = helpers.indexed_store(data_dir, "noise", num_examples=4, num_shards=2)
+    fn = pipeline.make_mixing_dataset_fn(clean, noise, pipeline.TrainInputConfig(
+        global_batch_size=4, data_service=self.dispatcher.target))
+    batches = list(fn(tf.distribute.InputContext()).take(8))
+    self.assertEqual(sorted(batches[0]), ["clean", "noise"])
+    speech = collections.Counter(i for b in batches for i in helpers.indices(b["clean"]))
+    noises = collections.Counter(i for b in batches for i in helpers.indices(b["noise"]))
+    self.assertContainsSubset(speech, range(12))
+    self.assertEqual(set(noises), set(range(4)))  # cycled: 32 noises from 4
+
   def test_each_service_worker_makes_its_own_crops(self):
     fn = pipeline.make_train_dataset_fn(self.manifest, pipeline.TrainInputConfig(
         global_batch_size=4, crop_seconds=16 / 8000, data_service=self.dispatcher.target,
