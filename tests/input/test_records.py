@@ -19,6 +19,16 @@ def read_all(manifest, **parse_args):
                              **parse_args)
 
 
+def split_with_manifest_fields(data_dir, edit):
+  """A two-example split whose manifest's fields are replaced by `edit(fields)`."""
+  helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
+  path = records.manifest_path(data_dir, "train")
+  with open(path) as f:
+    fields = json.load(f)
+  with open(path, "w") as f:
+    json.dump(edit(fields), f)
+
+
 class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_round_trip_within_int16_quantisation(self):
@@ -167,12 +177,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_a_manifest_without_examples_is_named(self):
     data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
-    path = records.manifest_path(data_dir, "train")
-    with open(path) as f:
-      fields = json.load(f)
-    with open(path, "w") as f:
-      json.dump(dict(fields, examples_per_shard=[0]), f)
+    split_with_manifest_fields(data_dir, lambda fields: dict(fields, examples_per_shard=[0]))
     with self.assertRaisesRegex(ValueError, r"lists 0 examples \(\[0\] per shard\): a split "
                                 "needs at least one"):
       records.read_manifest(data_dir, "train")
@@ -266,13 +271,8 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_manifests_without_a_kind_hold_pairs(self):
     data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
-    path = records.manifest_path(data_dir, "train")
-    with open(path) as f:
-      fields = json.load(f)
-    self.assertEqual(fields.pop("kind"), "pairs")
-    with open(path, "w") as f:
-      json.dump(fields, f)
+    split_with_manifest_fields(data_dir, lambda fields: {k: v for k, v in fields.items()
+                                                         if k != "kind"})
     self.assertEqual(records.read_manifest(data_dir, "train", kind="pairs").kind, "pairs")
 
 
