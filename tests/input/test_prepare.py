@@ -225,6 +225,10 @@ class SourcesAndRoomsTest(tf.test.TestCase):
     with self.assertRaisesRegex(FileExistsError, "already holds split .noise."):
       prepare.prepare_sources(noise_dir, self.output_dir, kind="noise", split="noise",
                               sample_rate=16000, segment_seconds=0.5)
+    with self.assertRaisesRegex(ValueError, "No examples were written for split 'empty'"):
+      prepare.prepare_sources(noise_dir, self.output_dir, kind="noise", split="empty",
+                              sample_rate=16000, segment_seconds=5.0)  # every file shorter
+    self.assertEmpty([f for f in os.listdir(self.output_dir) if "empty" in f])
 
   def test_measured_and_simulated_rooms_in_one_store(self):
     rir_dir = os.path.join(self.root, "rirs")
