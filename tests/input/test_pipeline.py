@@ -130,6 +130,18 @@ class MixingPipelineTest(tf.test.TestCase):
     again = [b["noise"].numpy() for b in fn(context(1, 0))]
     self.assertAllEqual([b["noise"].numpy() for b in batches], again)
 
+  def test_skip_steps_resumes_both_streams_exactly(self):
+    clean, noise = self.stores()
+    make = lambda skip: pipeline.make_mixing_dataset_fn(  # pylint: disable=g-long-lambda
+        clean, noise, pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=0.004,
+                                                deterministic=True, seed=3,
+                                                skip_steps=skip))(context(1, 0))
+    whole = list(make(0).take(10))
+    resumed = list(make(4).take(6))
+    for a, b in zip(whole[4:], resumed):
+      self.assertAllEqual(a["clean"], b["clean"])
+      self.assertAllEqual(a["noise"], b["noise"])
+
   def test_bad_stores_are_refused(self):
     clean, noise = self.stores(noise_rate=16000)
     config = pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=0.002)
