@@ -271,7 +271,7 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
 def room_responses(data, sample_rate: int, crop_seconds: float) -> Optional[np.ndarray]:
   """`[rooms, taps]` responses for the mix when it reverberates (--rir_proba > 0): the
   --rir_split store of --data_dir, or --simulated_rooms rooms as long as the crop (at most
-  1 s) simulated from the run's seed; None otherwise."""
+  1 s), the same in every run (input.rooms, seed 0); None otherwise."""
   if not (data.mixing and data.rir_proba > 0):
     return None
   if data.rir_split:

@@ -125,6 +125,7 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       (["--clean_split=speech"], "--clean_split=speech needs --noise_split too"),
       (["--noise_split=noise"], "--noise_split=noise needs --clean_split too"),
       (["--rir_split=rooms"], "--rir_split=rooms is for runs that mix"),
+      (["--rir_proba=0.5"], "--rir_proba=0.5 is for runs that mix"),
       (["--snr_db=5"], "--snr_db='5' must be LO,HI"),
       (["--clean_split=speech", "--noise_split=noise", "--snr_db=20,5"],
        r"--snr_db=\(20, 5\) must be \(lo, hi\) with lo <= hi"),

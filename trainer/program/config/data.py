@@ -109,9 +109,12 @@ class DataConfig:
                         else ("noise_split", "clean_split"))
       raise checks.ArgumentError(given, getattr(self, given), f"needs --{missing} too: "
                                  "training mixes a clean store with a noise store.")
-    if self.rir_split and not self.mixing:
-      raise checks.ArgumentError("rir_split", self.rir_split, "is for runs that mix "
-                                 "(--clean_split and --noise_split).")
+    if not self.mixing:
+      for name in ("rir_split", "rir_proba", "second_noise_proba", "clip_proba",
+                   "band_limit_proba"):
+        if getattr(self, name):
+          raise checks.ArgumentError(name, getattr(self, name), "is for runs that mix "
+                                     "(--clean_split and --noise_split).")
     checks.at_least("simulated_rooms", self.simulated_rooms, 1)
 
   @property
