@@ -3,8 +3,10 @@
 import numpy as np
 import tensorflow as tf
 
+from input import speech
 from trainer.evaluation import losses
 from trainer.evaluation import metrics
+from trainer.evaluation import perceptual
 
 
 class LossTest(tf.test.TestCase):
@@ -38,6 +40,28 @@ class LossTest(tf.test.TestCase):
       estimate = tf.Variable(tf.zeros([2, 1000]))
       loss = tf.reduce_sum(losses.DenoiseLoss(16000)(silence, estimate))
     self.assertTrue(np.isfinite(tape.gradient(loss, estimate).numpy()).all())
+
+
+class IntelligibilityTest(tf.test.TestCase):
+
+  def test_it_follows_stoi_is_scale_free_and_has_a_finite_gradient(self):
+    clean = 0.3 * speech.utterance(np.random.default_rng(0), 32000, 16000)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=clean.shape) * np.sqrt(np.mean(clean**2))
+    noisy = np.stack([clean + noise / 10 ** (snr / 20) for snr in (-5, 0, 5, 10)])
+    measure = losses.Intelligibility(16000)
+    approximation = 1 - measure(np.repeat(clean[None], 4, 0).astype(np.float32),
+                                noisy.astype(np.float32)).numpy()
+    reference = [perceptual.stoi(clean, x, 16000) for x in noisy]  # pystoi
+    self.assertAllClose(approximation, reference, atol=0.07)  # it keeps silent frames
+    self.assertAllEqual(np.argsort(approximation), range(4))
+    clean32 = clean[None].astype(np.float32)
+    self.assertAllClose(measure(clean32, 3 * clean32), [0.0], atol=1e-5)
+    with tf.GradientTape() as tape:
+      estimate = tf.Variable(noisy[:1].astype(np.float32))
+      loss = losses.DenoiseLoss(16000, intelligibility_weight=10.0)(clean32, estimate)
+    self.assertTrue(np.isfinite(tape.gradient(loss, estimate).numpy()).all())
+    self.assertAllGreater(loss - losses.DenoiseLoss(16000)(clean32, estimate), 0.0)
 
 
 class SiSdrTest(tf.test.TestCase):
