@@ -54,9 +54,11 @@ class ModelConfig:
                             "term only). Its terms are about 1-2; with -SI-SDR (about -10 dB) "
                             "0.1 makes it a light spectral anchor. With L1 (about 0.01 at "
                             "speech levels) use about 0.01, or it drowns the L1 term.")
-  intelligibility_weight: float = flag(0.0, "Weight of an intelligibility term: 1 - a "
+  intelligibility_weight: float = flag(20.0, "Weight of an intelligibility term: 1 - a "
                                        "differentiable STOI (envelope correlation in 1/3 "
-                                       "octave bands over 384 ms), 0 for a perfect estimate.")
+                                       "octave bands over 384 ms), 0 for a perfect estimate "
+                                       "(measured on held-out speech with the default model: "
+                                       "STOI 0.846 -> 0.860, SI-SDRi -0.2 dB; 0: off).")
 
   def shape(self) -> dict:
     """The architecture's shape arguments set by flags (its defaults fill the rest); a
