@@ -54,8 +54,8 @@ def main():
     rows = []
     for name, augment in variants(rate, responses).items():
       compiled = tf.function(augment, jit_compile=True)
-      seconds_per_batch = timing.median_seconds(lambda: compiled(clean, noise, seed),  # pylint: disable=cell-var-from-loop
-                                                runs=args.runs)
+      call = lambda fn=compiled: fn(clean, noise, seed)  # pylint: disable=cell-var-from-loop
+      seconds_per_batch = timing.median_seconds(call, runs=args.runs)
       rows.append((name, seconds_per_batch * 1e3, seconds_per_batch * 1e3 / batch,
                    batch * seconds / seconds_per_batch))
     print(f"\n{shape_name}")

@@ -8,9 +8,9 @@
 
 Per step, on every replica: for `{clean, noise}` batches, `mix(clean, noise, seed)`
 (`ops.Mix`) makes the noisy input and its target; then optional
-`augment(noisy, clean, seed)` (e.g. `ops.RevEcho`), forward in the compute dtype, loss = sum of per-example losses
-/ global batch, backward (all XLA-compiled when `jit_compile`); then one
-all-reduce of all gradients plus the loss sum and example count; the finite
+`augment(noisy, clean, seed)` (e.g. `ops.RevEcho`), forward in the compute dtype,
+loss = sum of per-example losses / global batch, backward (all XLA-compiled when
+`jit_compile`); then one all-reduce of all gradients plus the loss sum and example count; the finite
 check runs on the reduced gradients, so every replica takes the same decision;
 the optimizer's update runs once in cross-replica context (`merge_call`, then
 `optimizer.apply`, which updates each variable with `strategy.extended.update`).
@@ -30,7 +30,8 @@ PRECISIONS = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
               "mixed_float16": tf.float16}
 LossFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 Augment = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tuple]
-Mixer = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tuple]  # (clean, noise, seed) -> (noisy, target)
+# mix(clean, noise, seed) -> (noisy, target)
+Mixer = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tuple]
 
 _MIX_STREAM = 0x4D4958  # the mix's draws: a stream of their own beside the augmentation's
 
