@@ -6,7 +6,7 @@ white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
 utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
 mode), each model an exported SavedModel run through `trainer.denoise`'s code
-(resampled to the model's rate and back). SI-SDR is scored at the file's
+(resampled to the model's rate and back, 20% of the input kept: its default). SI-SDR is scored at the file's
 rate, wide-band PESQ and STOI at 16 kHz. Prints Markdown tables for
 BENCHMARKS.md, by rate, noise, SNR and speech source.
 
