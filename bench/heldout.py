@@ -1,7 +1,8 @@
 """A held-out speech-in-noise set that the synthetic corpus generator never made, each utterance at its own rate.
 
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
-human voice at 48 kHz), festival voices (kal: diphones cut from real
+human voice at 48 kHz) and gcin-voice (Mandarin syllables a human voice
+recorded at 44.1 kHz, strung into utterances of 10), festival voices (kal: diphones cut from real
 recordings, 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant
 voices (22.05 kHz), speaking Harvard sentences, each kept at the rate it was
 recorded or synthesized at; the noise is made (or resampled) at that rate. Noise, made by other algorithms than input/noise.py: white,
@@ -9,7 +10,7 @@ pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
 held-out voices other than the target's, and alsa's recorded Noise.wav.
 Everything comes from installed packages; nothing is downloaded.
 
-Install the voices: apt-get install alsa-utils festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
+Install the voices: apt-get install alsa-utils gcin-voice sox festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
 """
 
 import dataclasses
@@ -26,6 +27,8 @@ from scipy import signal
 from input import audio
 
 ALSA_DIR = "/usr/share/sounds/alsa"
+GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
+GCIN_UTTERANCES, GCIN_SYLLABLES = 4, 10
 SENTENCES = (
     "The birch canoe slid on the smooth planks.",
     "Glue the sheet to the dark blue background.",
@@ -40,8 +43,8 @@ FESTIVAL_VOICES = {"festival-kal": "voice_kal_diphone",
                    "festival-slt": "voice_cmu_us_slt_arctic_hts"}
 ESPEAK_VOICES = {"espeak-m": "en-us", "espeak-f": "en-us+f3", "espeak-gb": "en-gb+m3",
                  "espeak-f2": "en+f4"}
-INSTALL = ("apt-get install alsa-utils festival festvox-kallpc16k festvox-us-slt-hts "
-           "espeak-ng")
+INSTALL = ("apt-get install alsa-utils gcin-voice sox festival festvox-kallpc16k "
+           "festvox-us-slt-hts espeak-ng")
 NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
 
 
@@ -63,6 +66,7 @@ def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
   for path in real:
     utterances.append(Utterance("real", "alsa", *_load(path)))
   os.makedirs(work_dir, exist_ok=True)
+  utterances += _syllable_strings(work_dir, notes)
   for voice, command in _synthesizers(notes).items():
     for index, sentence in enumerate(SENTENCES[:3] if voice.startswith("festival") else
                                      SENTENCES[3:5]):
@@ -73,6 +77,26 @@ def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
         os.replace(path + ".tmp.wav", path)
       utterances.append(Utterance(voice.split("-")[0], voice, *_load(path)))
   return utterances, notes
+
+
+def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
+  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed 0) and joined by sox into
+  each of GCIN_UTTERANCES utterances, at the recordings' 44.1 kHz."""
+  syllables = sorted(glob.glob(os.path.join(GCIN_DIR, "*", "*.ogg")))
+  if not syllables or not shutil.which("sox"):
+    notes.append(f"no gcin-voice recordings in {GCIN_DIR}, or no sox ({INSTALL})")
+    return []
+  rng = np.random.default_rng(0)
+  utterances = []
+  for index in range(GCIN_UTTERANCES):
+    chosen = [syllables[i] for i in rng.choice(len(syllables), GCIN_SYLLABLES, replace=False)]
+    path = os.path.join(work_dir, f"gcin-{index}.wav")
+    if not os.path.exists(path):
+      subprocess.run(["sox", *chosen, "-b", "16", path + ".tmp.wav"], check=True,
+                     capture_output=True)
+      os.replace(path + ".tmp.wav", path)
+    utterances.append(Utterance("real", "gcin", *_load(path)))
+  return utterances
 
 
 def _synthesizers(notes: List[str]) -> Dict[str, callable]:
