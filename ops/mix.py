@@ -126,9 +126,10 @@ class Mix(tf.Module):
     speech, target = clean, clean
     if rooms is not None:
       check_room_length(rooms.shape[1], clean.shape[1], self.sample_rate)
-      room = tf.gather(rooms, draws.speech_room)
-      reverberant = reverb.apply_ir(clean, room)
-      early = reverb.apply_ir(clean, room * early_window(room, self.early_samples))
+      # windowed over the whole set, not per example: constant-folded for constant rooms
+      early_rooms = rooms * early_window(rooms, self.early_samples)
+      reverberant = reverb.apply_ir(clean, tf.gather(rooms, draws.speech_room))
+      early = reverb.apply_ir(clean, tf.gather(early_rooms, draws.speech_room))
       speech = tf.where(draws.reverberate[:, None], reverberant, clean)
       target = tf.where(draws.reverberate[:, None], early, clean)
     gain = 10.0 ** (draws.speech_level_db / 20.0) / rms(speech)
@@ -160,7 +161,8 @@ class Mix(tf.Module):
   def __call__(self, clean, noise, seed, *, rirs=None):
     """`(noisy, target)` mixed with draws keyed by `seed`."""
     clean, noise = _check_signals(clean, noise)
-    return self.apply(clean, noise, self.draws(tf.shape(clean)[0], seed, rirs), rirs)
+    rooms = self._rooms(rirs)  # checked and converted once for the draws and the mix
+    return self.apply(clean, noise, self.draws(tf.shape(clean)[0], seed, rooms), rooms)
 
   def _rooms(self, rirs) -> Optional[tf.Tensor]:
     rooms = self.rirs if rirs is None else _check_rirs(rirs)
@@ -206,8 +208,10 @@ def _check_signals(clean, noise):
 
 
 def _check_rirs(rirs) -> tf.Tensor:
-  if isinstance(rirs, tf.Tensor) and tf.get_static_value(rirs) is None:
-    rooms = tf.cast(rirs, tf.float32)  # a symbolic tensor: checked for shape only
+  """Room responses as a `[rooms, taps]` float32 tensor; values given as arrays are checked
+  (a tensor, e.g. one this already returned, is taken as it is)."""
+  if isinstance(rirs, tf.Tensor):
+    rooms = tf.cast(rirs, tf.float32)
   else:
     values = np.asarray(rirs, np.float32)
     if values.ndim != 2 or not values.size:

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from common import checks
 from ops import stateless
+from ops.mix import rms
 
 Range = Tuple[float, float]
 Augment = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
@@ -40,13 +41,9 @@ class Remix(tf.Module):
     other = tf.roll(noisy - clean, shift=shift, axis=0)
     snr_db = draw(1, tf.reshape(batch, [1]), *self.snr_db)
     apply = draw(2, tf.reshape(batch, [1]), 0.0, 1.0) < self.proba
-    gain = _rms(clean) / (_rms(other) * 10.0 ** (snr_db / 20.0))
+    gain = rms(clean) / (rms(other) * 10.0 ** (snr_db / 20.0))
     remixed = clean + other * gain[:, None]
     return tf.cast(tf.where(apply[:, None], remixed, noisy), dtype), tf.cast(clean, dtype)
-
-
-def _rms(x: tf.Tensor) -> tf.Tensor:
-  return tf.sqrt(tf.reduce_mean(tf.square(x), axis=-1) + 1e-12)
 
 
 def chain(*augments: Augment) -> Augment:
