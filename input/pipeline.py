@@ -86,11 +86,7 @@ def make_train_dataset_fn(manifest: records.Manifest, config: TrainInputConfig) 
     `dataset_fn(input_context)` for `distribute` /
     `strategy.distribute_datasets_from_function`.
   """
-  records.check_kind(manifest.kind)
-  if manifest.kind != "pairs":
-    raise ValueError(f"Split {manifest.split!r} in {manifest.data_dir} holds {manifest.kind} "
-                     "records, not noisy/clean pairs: train from sources with "
-                     "make_mixing_dataset_fn (--clean_split and --noise_split).")
+  records.require_kind(manifest, "pairs")
   crop = _crop_samples(manifest, config.crop_seconds)
   _warn_service_resume(config)
 
@@ -115,11 +111,8 @@ def make_mixing_dataset_fn(clean: records.Manifest, noise: records.Manifest,
     ValueError: a store of the wrong kind, stores at different sample rates, or
       host-side reverb (it needs pairs; reverberate in the step).
   """
-  for manifest, kind in ((clean, "clean"), (noise, "noise")):
-    if manifest.kind != kind:
-      raise ValueError(f"Split {manifest.split!r} in {manifest.data_dir} holds "
-                       f"{manifest.kind} records, but the {kind} store is needed here: pass "
-                       f"a split written by input.prepare --kind={kind}.")
+  records.require_kind(clean, "clean")
+  records.require_kind(noise, "noise")
   if clean.sample_rate != noise.sample_rate:
     raise ValueError(f"The clean store {clean.split!r} is at {clean.sample_rate} Hz but the "
                      f"noise store {noise.split!r} at {noise.sample_rate} Hz: prepare both at "
@@ -273,10 +266,7 @@ def make_eval_dataset_fn(manifest: records.Manifest, *,
   examples of weight 0 so that every replica of every pipeline gets the same
   number of full, static-shape batches and weighted metrics stay exact.
   """
-  if manifest.kind != "pairs":
-    raise ValueError(f"The eval split {manifest.split!r} in {manifest.data_dir} holds "
-                     f"{manifest.kind} records: evaluation needs noisy/clean pairs "
-                     "(input.prepare --kind=pairs, or the synthetic eval split).")
+  records.require_kind(manifest, "pairs")
   silence = np.zeros([manifest.segment_samples], np.int16)
   padding = records.serialize_example({"noisy": silence, "clean": silence},
                                        manifest.sample_rate, "")

@@ -133,10 +133,8 @@ def read_manifest(data_dir: str, split: str, kind: Optional[str] = None) -> Mani
   if manifest.kind not in KINDS:
     raise ValueError(f"Manifest {path} says kind {manifest.kind!r}, not one of {list(KINDS)}; "
                      "re-create the split.")
-  if kind is not None and manifest.kind != check_kind(kind):
-    raise ValueError(f"Split {split!r} in {data_dir} holds {manifest.kind} records, but a "
-                     f"{kind} store is needed here: pass the split that python -m "
-                     f"input.prepare --kind={kind} wrote.")
+  if kind is not None:
+    require_kind(manifest, kind)
   tfrecord_compression(manifest.compression)
   if (not manifest.shards or len(manifest.shards) != len(manifest.examples_per_shard)
       or len(manifest.shards) != len(manifest.shard_bytes)):
@@ -191,6 +189,17 @@ def _check_against_a_record(manifest: Manifest, path: str):
     raise ValueError(f"Manifest {path} says {manifest.sample_rate} Hz and "
                      f"{manifest.segment_samples}-sample segments, but the records in "
                      f"{shard} hold {rate} Hz and {samples}: re-create the split.")
+
+
+def require_kind(manifest: Manifest, kind: str) -> Manifest:
+  """`manifest`, if its split holds `kind` records (else a ValueError saying what to pass)."""
+  if manifest.kind != check_kind(kind):
+    sources = (" (to train from separate clean and noise stores instead, pass --clean_split "
+               "and --noise_split)" if kind == "pairs" else "")
+    raise ValueError(f"Split {manifest.split!r} in {manifest.data_dir} holds {manifest.kind} "
+                     f"records, but {kind} records are needed here: pass a split that python "
+                     f"-m input.prepare --kind={kind} wrote{sources}.")
+  return manifest
 
 
 def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:

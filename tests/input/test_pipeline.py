@@ -147,11 +147,11 @@ class MixingPipelineTest(tf.test.TestCase):
     config = pipeline.TrainInputConfig(global_batch_size=2, crop_seconds=0.002)
     with self.assertRaisesRegex(ValueError, "at 8000 Hz but the noise store 'noise' at 16000"):
       pipeline.make_mixing_dataset_fn(clean, noise, config)
-    with self.assertRaisesRegex(ValueError, "holds clean records, but the noise store"):
+    with self.assertRaisesRegex(ValueError, "holds clean records, but noise records are needed"):
       pipeline.make_mixing_dataset_fn(clean, clean, config)
-    with self.assertRaisesRegex(ValueError, "not noisy/clean pairs: train from sources"):
+    with self.assertRaisesRegex(ValueError, "holds clean records, but pairs records are needed here: .*--kind=pairs .*--clean_split and --noise_split"):
       pipeline.make_train_dataset_fn(clean, config)
-    with self.assertRaisesRegex(ValueError, "evaluation needs noisy/clean pairs"):
+    with self.assertRaisesRegex(ValueError, "holds clean records, but pairs records are needed"):
       pipeline.make_eval_dataset_fn(clean, global_batch_size=2)
     clean, noise = self.stores()
     with self.assertRaisesRegex(ValueError, "Host-side reverb needs stored pairs"):

@@ -258,8 +258,8 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
   def test_a_split_of_another_kind_is_refused_by_name(self):
     data_dir = self.create_tempdir().full_path
     helpers.indexed_split(data_dir, num_examples=2, num_shards=1)
-    with self.assertRaisesRegex(ValueError, "Split 'train' in .* holds pairs records, but a "
-                                "noise store is needed here: .*--kind=noise"):
+    with self.assertRaisesRegex(ValueError, "Split 'train' in .* holds pairs records, but noise "
+                                "records are needed here: .*--kind=noise wrote"):
       records.read_manifest(data_dir, "train", kind="noise")
     with self.assertRaisesRegex(ValueError, "a clean split stores 1 signal"):
       records.write_split([(np.zeros(4, np.int16), np.zeros(4, np.int16), "x")], data_dir,

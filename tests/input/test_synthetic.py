@@ -92,7 +92,7 @@ class SyntheticTest(tf.test.TestCase):
     self.assertAllClose(records.to_float(parsed["noise"]["noise"]),
                         records.to_float(pairs["noisy"]) - records.to_float(pairs["clean"]),
                         atol=2 / 32768)
-    with self.assertRaisesRegex(ValueError, "holds clean records, but a noise store"):
+    with self.assertRaisesRegex(ValueError, "holds clean records, but noise records are needed"):
       synthetic.ensure_corpus(data_dir, split="clean", kind="noise", **args)
 
 

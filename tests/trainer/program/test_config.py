@@ -200,7 +200,7 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, "room responses are 4000 samples .* longer than "
                                 "the 2400-sample"):
       build.build(parse(*mixing, "--crop_seconds=0.3"))
-    with self.assertRaisesRegex(ValueError, "holds pairs records, but a clean store"):
+    with self.assertRaisesRegex(ValueError, "holds pairs records, but clean records are needed"):
       build.build(parse(*mixing, "--clean_split=eval"))
 
   def test_every_field_is_one_flag(self):
