@@ -2,15 +2,15 @@
 
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
 human voice at 48 kHz) and gcin-voice (Mandarin syllables a human voice
-recorded at 44.1 kHz, strung into utterances of 10), festival voices (kal: diphones cut from real
-recordings, 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant
+recorded at 44.1 kHz, each with its DC offset removed, strung into
+utterances of 10), festival voices (kal: diphones cut from real recordings, 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant
 voices (22.05 kHz), speaking Harvard sentences, each kept at the rate it was
 recorded or synthesized at; the noise is made (or resampled) at that rate. Noise, made by other algorithms than input/noise.py: white,
 pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
 held-out voices other than the target's, and alsa's recorded Noise.wav.
 Everything comes from installed packages; nothing is downloaded.
 
-Install the voices: apt-get install alsa-utils gcin-voice sox festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
+Install the voices: apt-get install alsa-utils gcin-voice festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
 """
 
 import dataclasses
@@ -23,12 +23,17 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 from scipy import signal
+from scipy.io import wavfile
 
 from input import audio
 
 ALSA_DIR = "/usr/share/sounds/alsa"
 GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
 GCIN_UTTERANCES, GCIN_SYLLABLES = 4, 10
+# Speech is high-passed here: below it a recording holds breath pops and rumble, not speech
+# (one gcin syllable, "peng2", has a fifth of its energy under 40 Hz), which SI-SDR would
+# score as speech a denoiser must keep.
+LOW_CUT_HZ = 40.0
 SENTENCES = (
     "The birch canoe slid on the smooth planks.",
     "Glue the sheet to the dark blue background.",
@@ -43,7 +48,7 @@ FESTIVAL_VOICES = {"festival-kal": "voice_kal_diphone",
                    "festival-slt": "voice_cmu_us_slt_arctic_hts"}
 ESPEAK_VOICES = {"espeak-m": "en-us", "espeak-f": "en-us+f3", "espeak-gb": "en-gb+m3",
                  "espeak-f2": "en+f4"}
-INSTALL = ("apt-get install alsa-utils gcin-voice sox festival festvox-kallpc16k "
+INSTALL = ("apt-get install alsa-utils gcin-voice festival festvox-kallpc16k "
            "festvox-us-slt-hts espeak-ng")
 NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
 
@@ -64,7 +69,7 @@ def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
   if not real:
     notes.append(f"no real recordings in {ALSA_DIR} ({INSTALL})")
   for path in real:
-    utterances.append(Utterance("real", "alsa", *_load(path)))
+    utterances.append(Utterance("real", "alsa", *_load(path, low_cut_hz=LOW_CUT_HZ)))
   os.makedirs(work_dir, exist_ok=True)
   utterances += _syllable_strings(work_dir, notes)
   for voice, command in _synthesizers(notes).items():
@@ -75,16 +80,19 @@ def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
         subprocess.run(command(sentence, path + ".tmp.wav"), check=True,
                        capture_output=True, input=sentence.encode())
         os.replace(path + ".tmp.wav", path)
-      utterances.append(Utterance(voice.split("-")[0], voice, *_load(path)))
+      utterances.append(Utterance(voice.split("-")[0], voice,
+                                    *_load(path, low_cut_hz=LOW_CUT_HZ)))
   return utterances, notes
 
 
 def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
-  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed 0) and joined by sox into
-  each of GCIN_UTTERANCES utterances, at the recordings' 44.1 kHz."""
+  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed 0) and joined into each of
+  GCIN_UTTERANCES utterances, at the recordings' 44.1 kHz. Each recording's DC offset is
+  removed first: some sit at -0.045 with an RMS of 0.05, an offset that is not speech but
+  that SI-SDR would score as the part of the reference a denoiser must keep."""
   syllables = sorted(glob.glob(os.path.join(GCIN_DIR, "*", "*.ogg")))
-  if not syllables or not shutil.which("sox"):
-    notes.append(f"no gcin-voice recordings in {GCIN_DIR}, or no sox ({INSTALL})")
+  if not syllables:
+    notes.append(f"no gcin-voice recordings in {GCIN_DIR} ({INSTALL})")
     return []
   rng = np.random.default_rng(0)
   utterances = []
@@ -92,10 +100,12 @@ def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
     chosen = [syllables[i] for i in rng.choice(len(syllables), GCIN_SYLLABLES, replace=False)]
     path = os.path.join(work_dir, f"gcin-{index}.wav")
     if not os.path.exists(path):
-      subprocess.run(["sox", *chosen, "-b", "16", path + ".tmp.wav"], check=True,
-                     capture_output=True)
+      pieces = [audio.load(syllable) for syllable in chosen]
+      joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
+      wavfile.write(path + ".tmp.wav", pieces[0][1],
+                    np.round(np.clip(joined, -1.0, 1.0) * 32767).astype(np.int16))
       os.replace(path + ".tmp.wav", path)
-    utterances.append(Utterance("real", "gcin", *_load(path)))
+    utterances.append(Utterance("real", "gcin", *_load(path, low_cut_hz=LOW_CUT_HZ)))
   return utterances
 
 
@@ -115,9 +125,13 @@ def _synthesizers(notes: List[str]) -> Dict[str, callable]:
   return commands
 
 
-def _load(path: str) -> Tuple[np.ndarray, int]:
-  """`(samples, rate)` of a file at its own rate, silence trimmed, peak 0.5."""
+def _load(path: str, *, low_cut_hz: float = 0.0) -> Tuple[np.ndarray, int]:
+  """`(samples, rate)` of a file at its own rate, high-passed at `low_cut_hz` if > 0 (4th
+  order, zero phase), silence trimmed, peak 0.5."""
   samples, rate = audio.load(path)
+  if low_cut_hz:
+    samples = signal.sosfiltfilt(signal.butter(4, low_cut_hz, "highpass", fs=rate,
+                                               output="sos"), samples)
   active = np.flatnonzero(np.abs(samples) > 1e-3 * np.abs(samples).max())
   samples = samples[max(0, active[0] - rate // 10):active[-1] + rate // 10]
   return (samples / np.abs(samples).max() * 0.5).astype(np.float32), rate

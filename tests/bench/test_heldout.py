@@ -1,6 +1,9 @@
 """Tests for bench.heldout: the held-out noises have their textbook slopes and the mixtures their SNRs."""
 
+import os
+
 import numpy as np
+from scipy.io import wavfile
 import tensorflow as tf
 
 from bench import heldout
@@ -31,6 +34,21 @@ class HeldoutTest(tf.test.TestCase):
     babble = heldout.noise("babble", np.random.default_rng(1), RATE, RATE, others)
     power = np.abs(np.fft.rfft(babble)) ** 2
     self.assertGreater(power[[300, 700]].sum() / power.sum(), 0.99)
+
+  def test_speech_is_loaded_without_dc_and_rumble(self):
+    # A recording's DC offset and breath pops are not speech: the loader cuts below
+    # LOW_CUT_HZ and leaves the speech band as it was.
+    t = np.arange(2 * RATE) / RATE
+    recording = 0.2 + 0.2 * np.sin(2 * np.pi * 15.0 * t) + 0.2 * np.sin(2 * np.pi * 300.0 * t)
+    path = os.path.join(self.get_temp_dir(), "speech.wav")
+    wavfile.write(path, RATE, np.round(recording * 32767).astype(np.int16))
+    samples, rate = heldout._load(path, low_cut_hz=heldout.LOW_CUT_HZ)  # pylint: disable=protected-access
+    self.assertEqual(rate, RATE)
+    self.assertAllClose(np.abs(samples).max(), 0.5, atol=1e-6)
+    power = np.abs(np.fft.rfft(samples[RATE // 2:-RATE // 2] * np.hanning(RATE))) ** 2
+    hz = np.fft.rfftfreq(RATE, 1 / RATE)
+    self.assertLess(10 * np.log10(power[hz < 20].sum() / power.sum()), -30.0)
+    self.assertGreater(power[(hz > 290) & (hz < 310)].sum() / power.sum(), 0.99)
 
   def test_mixtures_hit_every_snr(self):
     t = np.arange(RATE) / RATE
