@@ -1,4 +1,4 @@
-"""Denoising losses: waveform L1 or -SI-SDR, plus a multi-resolution STFT loss with resolutions in seconds and an intelligibility (STOI-like) term."""
+"""Denoising losses: waveform L1 or -SI-SDR, plus a multi-resolution STFT loss with resolutions in seconds, an intelligibility (STOI-like) term and an over-suppression term."""
 
 from typing import Sequence, Tuple
 
@@ -70,18 +70,32 @@ class Intelligibility:
     return 1.0 - tf.reduce_mean(correlation, axis=[1, 2])
 
 
+def over_suppression(target, estimate, compression: float = 0.3):
+  """Speech the estimate removed, per example `[batch]`: the energy of the compressed
+  magnitudes (`|X| ** compression`, as in VoiceFilter-Lite's asymmetric loss) by which
+  `estimate` falls short of `target`, over the target's; residual noise (an estimate
+  above the target) costs nothing. 0 when nothing was taken away, at most 1."""
+  compress = lambda m: tf.pow(tf.square(m) + 1e-12, compression / 2.0)  # pylint: disable=g-long-lambda
+  shortfall = tf.nn.relu(compress(target) - compress(estimate))
+  return (tf.reduce_sum(tf.square(shortfall), axis=[-2, -1])
+          / (tf.reduce_sum(tf.square(compress(target)), axis=[-2, -1]) + 1e-10))
+
+
 class DenoiseLoss:
   """`waveform loss + stft_weight * mean over resolutions of (spectral convergence +
-  log-magnitude L1) + intelligibility_weight * (1 - STOI-like correlation)`; the waveform
-  loss is L1 or -SI-SDR (dB)."""
+  log-magnitude L1) + suppression_weight * mean over resolutions of over_suppression +
+  intelligibility_weight * (1 - STOI-like correlation)`; the waveform loss is L1 or
+  -SI-SDR (dB)."""
 
   def __init__(self, sample_rate: int, *, stft_weight: float = 0.01, waveform_loss: str = "l1",
                resolutions: Sequence[Tuple[float, float]] = RESOLUTIONS,
-               intelligibility_weight: float = 0.0):
+               intelligibility_weight: float = 0.0, suppression_weight: float = 0.0):
     checks.one_of("waveform_loss", waveform_loss, sorted(WAVEFORM_LOSSES))
     checks.at_least("stft_weight", stft_weight, 0.0)
     checks.at_least("intelligibility_weight", intelligibility_weight, 0.0)
+    checks.at_least("suppression_weight", suppression_weight, 0.0)
     self.stft_weight, self.waveform = stft_weight, WAVEFORM_LOSSES[waveform_loss]
+    self.suppression_weight = suppression_weight
     self.intelligibility_weight = intelligibility_weight
     self.intelligibility = Intelligibility(sample_rate) if intelligibility_weight else None
     self.frames = [(max(2, round(w * sample_rate)), max(1, round(h * sample_rate)))
@@ -93,15 +107,17 @@ class DenoiseLoss:
     loss = self.waveform(clean, enhanced)
     if self.intelligibility is not None:
       loss += self.intelligibility_weight * self.intelligibility(clean, enhanced)
-    if not self.stft_weight:
+    if not (self.stft_weight or self.suppression_weight):
       return loss
-    spectral_loss = 0.0
     for window, hop in self.frames:
       target = spectral.stft_magnitude(clean, window, hop)
       estimate = spectral.stft_magnitude(enhanced, window, hop)
-      convergence = (tf.norm(target - estimate, axis=[-2, -1])
-                     / (tf.norm(target, axis=[-2, -1]) + 1e-7))
-      log_magnitude = tf.reduce_mean(
-          tf.abs(tf.math.log(target + 1e-7) - tf.math.log(estimate + 1e-7)), axis=[-2, -1])
-      spectral_loss += convergence + log_magnitude
-    return loss + self.stft_weight * spectral_loss / len(self.frames)
+      if self.stft_weight:
+        convergence = (tf.norm(target - estimate, axis=[-2, -1])
+                       / (tf.norm(target, axis=[-2, -1]) + 1e-7))
+        log_magnitude = tf.reduce_mean(
+            tf.abs(tf.math.log(target + 1e-7) - tf.math.log(estimate + 1e-7)), axis=[-2, -1])
+        loss += self.stft_weight * (convergence + log_magnitude) / len(self.frames)
+      if self.suppression_weight:
+        loss += self.suppression_weight * over_suppression(target, estimate) / len(self.frames)
+    return loss

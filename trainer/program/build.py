@@ -345,7 +345,8 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard,
   mix, on_device, host_reverb = _augmentations(configs.data, card.sample_rate, rirs)
   loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
                                waveform_loss=configs.model.waveform_loss,
-                               intelligibility_weight=configs.model.intelligibility_weight)
+                               intelligibility_weight=configs.model.intelligibility_weight,
+                               suppression_weight=configs.model.suppression_weight)
   train_step = step_lib.make_train_step(
       model, loss_fn, optimizer, strategy, global_batch_size=run.global_batch_size,
       loss_scale=loss_scale, precision=opt.precision, augment=on_device,

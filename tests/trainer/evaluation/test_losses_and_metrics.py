@@ -64,6 +64,43 @@ class IntelligibilityTest(tf.test.TestCase):
     self.assertAllGreater(loss - losses.DenoiseLoss(16000)(clean32, estimate), 0.0)
 
 
+class OverSuppressionTest(tf.test.TestCase):
+
+  def test_it_costs_removed_speech_not_residual_noise(self):
+    clean = tf.constant(0.3 * speech.utterance(np.random.default_rng(0), 8000, 16000)[None],
+                        tf.float32)
+    noise = 0.05 * tf.random.stateless_normal(clean.shape, seed=(0, 1))
+    term = lambda estimate: float(losses.over_suppression(  # pylint: disable=g-long-lambda
+        losses.spectral.stft_magnitude(clean, 512, 128),
+        losses.spectral.stft_magnitude(estimate, 512, 128))[0])
+    self.assertAllClose(term(clean), 0.0, atol=1e-6)
+    self.assertAllClose(term(3.0 * clean), 0.0, atol=1e-6)  # louder: nothing taken away
+    self.assertGreater(term(tf.zeros_like(clean)), 0.9)  # all taken away (1 but for a floor)
+    # Halving every bin takes away (1 - 0.5 ** 0.3) of each compressed magnitude.
+    self.assertAllClose(term(0.5 * clean), (1 - 0.5**0.3) ** 2, rtol=1e-2)
+    self.assertLess(term(clean + noise), 0.02)  # noise left in: (almost) free
+    self.assertGreater(term(0.1 * clean), 10 * term(clean + noise))
+
+  def test_the_loss_adds_it_with_its_weight_and_a_finite_gradient(self):
+    clean = tf.random.stateless_normal([2, 4000], seed=(1, 2))
+    estimate = 0.5 * clean
+    plain = losses.DenoiseLoss(16000, stft_weight=0.1)
+    weighted = losses.DenoiseLoss(16000, stft_weight=0.1, suppression_weight=4.0)
+    added = np.mean([losses.over_suppression(*(losses.spectral.stft_magnitude(x, w, h)
+                                                 for x in (clean, estimate)))
+                     for w, h in plain.frames], axis=0)
+    self.assertAllClose(weighted(clean, estimate) - plain(clean, estimate), 4.0 * added,
+                        rtol=1e-4)
+    self.assertAllClose(losses.DenoiseLoss(16000, stft_weight=0, suppression_weight=1.0)(
+        clean, 3.0 * clean), losses.l1(clean, 3.0 * clean), rtol=1e-5)
+    with tf.GradientTape() as tape:
+      variable = tf.Variable(tf.zeros([2, 4000]))
+      loss = tf.reduce_sum(losses.DenoiseLoss(16000, suppression_weight=1.0)(clean, variable))
+    self.assertTrue(np.isfinite(tape.gradient(loss, variable).numpy()).all())
+    with self.assertRaisesRegex(ValueError, "suppression_weight"):
+      losses.DenoiseLoss(16000, suppression_weight=-1.0)
+
+
 class SiSdrTest(tf.test.TestCase):
 
   def test_scale_invariant_and_matches_known_snr(self):
