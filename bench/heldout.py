@@ -3,12 +3,15 @@
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
 human voice at 48 kHz) and gcin-voice (Mandarin syllables a human voice
 recorded at 44.1 kHz, each with its DC offset removed, strung into
-utterances of 10), festival voices (kal: diphones cut from real recordings, 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant
-voices (22.05 kHz), speaking Harvard sentences, each kept at the rate it was
-recorded or synthesized at; the noise is made (or resampled) at that rate. Noise, made by other algorithms than input/noise.py: white,
-pink (Voss-McCartney), brown (leaky-integrated white), mains hum, babble of
-held-out voices other than the target's, and alsa's recorded Noise.wav.
-Everything comes from installed packages; nothing is downloaded.
+utterances of 10), festival voices (kal: diphones cut from real recordings,
+16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant voices (22.05
+kHz), speaking Harvard sentences, each kept at the rate it was recorded or
+synthesized at, and high-passed at LOW_CUT_HZ; the noise is made (or
+resampled) at that rate. Noise, made by other algorithms than
+input/noise.py: white, pink (Voss-McCartney), brown (leaky-integrated white),
+mains hum, babble of held-out voices other than the target's, and alsa's
+recorded Noise.wav. Everything comes from installed packages; nothing is
+downloaded.
 
 Install the voices: apt-get install alsa-utils gcin-voice festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
 """
@@ -26,6 +29,7 @@ from scipy import signal
 from scipy.io import wavfile
 
 from input import audio
+from input import records
 
 ALSA_DIR = "/usr/share/sounds/alsa"
 GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
@@ -102,8 +106,7 @@ def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
     if not os.path.exists(path):
       pieces = [audio.load(syllable) for syllable in chosen]
       joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
-      wavfile.write(path + ".tmp.wav", pieces[0][1],
-                    np.round(np.clip(joined, -1.0, 1.0) * 32767).astype(np.int16))
+      wavfile.write(path + ".tmp.wav", pieces[0][1], records.to_int16(joined)[0])
       os.replace(path + ".tmp.wav", path)
     utterances.append(Utterance("real", "gcin", *_load(path, low_cut_hz=LOW_CUT_HZ)))
   return utterances

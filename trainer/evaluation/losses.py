@@ -75,7 +75,7 @@ def over_suppression(target, estimate, compression: float = 0.3):
   magnitudes (`|X| ** compression`, as in VoiceFilter-Lite's asymmetric loss) by which
   `estimate` falls short of `target`, over the target's; residual noise (an estimate
   above the target) costs nothing. 0 when nothing was taken away, at most 1."""
-  compress = lambda m: tf.pow(tf.square(m) + 1e-12, compression / 2.0)  # pylint: disable=g-long-lambda
+  compress = lambda m: tf.pow(tf.square(m) + 1e-12, compression / 2.0)
   shortfall = tf.nn.relu(compress(target) - compress(estimate))
   return (tf.reduce_sum(tf.square(shortfall), axis=[-2, -1])
           / (tf.reduce_sum(tf.square(compress(target)), axis=[-2, -1]) + 1e-10))

@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from input import speech
+from ops import spectral
 from trainer.evaluation import losses
 from trainer.evaluation import metrics
 from trainer.evaluation import perceptual
@@ -71,8 +72,8 @@ class OverSuppressionTest(tf.test.TestCase):
                         tf.float32)
     noise = 0.05 * tf.random.stateless_normal(clean.shape, seed=(0, 1))
     term = lambda estimate: float(losses.over_suppression(  # pylint: disable=g-long-lambda
-        losses.spectral.stft_magnitude(clean, 512, 128),
-        losses.spectral.stft_magnitude(estimate, 512, 128))[0])
+        spectral.stft_magnitude(clean, 512, 128),
+        spectral.stft_magnitude(estimate, 512, 128))[0])
     self.assertAllClose(term(clean), 0.0, atol=1e-6)
     self.assertAllClose(term(3.0 * clean), 0.0, atol=1e-6)  # louder: nothing taken away
     self.assertGreater(term(tf.zeros_like(clean)), 0.9)  # all taken away (1 but for a floor)
@@ -86,7 +87,7 @@ class OverSuppressionTest(tf.test.TestCase):
     estimate = 0.5 * clean
     plain = losses.DenoiseLoss(16000, stft_weight=0.1)
     weighted = losses.DenoiseLoss(16000, stft_weight=0.1, suppression_weight=4.0)
-    added = np.mean([losses.over_suppression(*(losses.spectral.stft_magnitude(x, w, h)
+    added = np.mean([losses.over_suppression(*(spectral.stft_magnitude(x, w, h)
                                                  for x in (clean, estimate)))
                      for w, h in plain.frames], axis=0)
     self.assertAllClose(weighted(clean, estimate) - plain(clean, estimate), 4.0 * added,
