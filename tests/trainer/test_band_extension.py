@@ -78,8 +78,9 @@ class BandExtensionTest(tf.test.TestCase):
     halve = model(lambda t: np.full_like(t, 0.5))
     out = denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=0)
     self.assertAllClose(out, 0.5 * signal, atol=1e-6)
-    mixed = denoise.denoise_signal(halve, signal, MODEL_RATE)  # keeps 20% of the input
-    self.assertAllClose(mixed, (0.8 * 0.5 + 0.2) * signal, atol=1e-6)
+    mixed = denoise.denoise_signal(halve, signal, MODEL_RATE)  # keeps KEEP_INPUT of the input
+    keep = denoise.KEEP_INPUT
+    self.assertAllClose(mixed, ((1 - keep) * 0.5 + keep) * signal, atol=1e-6)
     with self.assertRaisesRegex(ValueError, r"keep_input=1.5 must be in \[0, 1\]"):
       denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=1.5)
 
