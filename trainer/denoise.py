@@ -26,16 +26,10 @@ from common import files
 from input import audio
 from input import records
 from trainer import band_extension
+from trainer import kept_input
 from trainer.models import card
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
-# Share of the unprocessed input mixed back into the output. It limits how far the noise
-# is attenuated (to about -12 dB) and restores speech detail a model distorts: on held-out
-# speech (BENCHMARKS.md) with the default model, 0.1 / 0.2 / 0.25 / 0.3 give STOI 0.866 /
-# 0.874 / 0.877 / 0.879 (the noisy input: 0.874) and SI-SDRi +4.72 / +4.48 / +4.27 /
-# +4.03 dB, every rate at +3 dB or more; a fresh-clone rerun of the recipe at 0.25 scored
-# STOI 0.872 (+4.16 dB): the margin over the input's STOI is within run-to-run spread.
-KEEP_INPUT = 0.25
 
 
 def chunk_starts(length: int, chunk: int, hop: int) -> List[int]:
@@ -95,14 +89,15 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
 
 
 def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,
-                   overlap_seconds: float = 0.5, keep_input: float = KEEP_INPUT) -> np.ndarray:
+                   overlap_seconds: float = 0.5, keep_input: float = kept_input.KEEP,
+                   keep_presence: float = kept_input.PRESENCE_KEEP) -> np.ndarray:
   """`signal` (mono float32 at `rate`) enhanced by a loaded SavedModel; same rate and length.
 
   Above a lower-rate model's band the output keeps the signal's band, gated by
-  the gain the model gave its own top band (`band_extension`). The output is
-  `(1 - keep_input) * enhanced + keep_input * signal` (see KEEP_INPUT).
+  the gain the model gave its own top band (`band_extension`). Then a share of
+  the input goes back in: `keep_presence` of it in the presence band (3-5 kHz),
+  `keep_input` elsewhere (`kept_input`).
   """
-  checks.probability("keep_input", keep_input)
   model_rate = int(module.sample_rate.numpy())
   at_model_rate = audio.resample(signal, rate, model_rate, name="input")
   enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
@@ -110,12 +105,13 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
   out = audio.resample(enhanced, model_rate, rate, name="output", length=len(signal))
   if rate > model_rate:
     out += band_extension.extend(signal, rate, at_model_rate, enhanced, model_rate)
-  return (1.0 - keep_input) * out + keep_input * signal
+  return kept_input.mix(out, signal, rate, keep=keep_input, presence_keep=keep_presence)
 
 
 def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10.0,
                    overlap_seconds: float = 0.5,
-                   keep_input: float = KEEP_INPUT) -> Iterator[np.ndarray]:
+                   keep_input: float = kept_input.KEEP,
+                   keep_presence: float = kept_input.PRESENCE_KEEP) -> Iterator[np.ndarray]:
   """The enhanced `source` as consecutive blocks at its own rate, one segment
   (`SEGMENT_SECONDS`, at least two chunks) read and enhanced at a time, the segments
   cross-faded over `overlap_seconds`."""
@@ -124,7 +120,8 @@ def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10
   starts = chunk_starts(source.length, segment, segment - overlap)
   pieces = ((start, denoise_signal(module, source.read(start, start + segment), source.rate,
                                    chunk_seconds=chunk_seconds,
-                                   overlap_seconds=overlap_seconds, keep_input=keep_input))
+                                   overlap_seconds=overlap_seconds, keep_input=keep_input,
+                                   keep_presence=keep_presence))
             for start in starts)
   return overlap_add(pieces, overlap=overlap)
 
@@ -193,7 +190,8 @@ def check_output(input_path: str, output_path: str, *, saved_model: str, overwri
 
 def denoise_file(saved_model: str, input_path: str, output_path: str, *,
                  chunk_seconds: float = 10.0, overlap_seconds: float = 0.5,
-                 overwrite: bool = False, keep_input: float = KEEP_INPUT) -> int:
+                 overwrite: bool = False, keep_input: float = kept_input.KEEP,
+                 keep_presence: float = kept_input.PRESENCE_KEEP) -> int:
   """Writes the enhanced `input_path` to `output_path`; returns its number of samples.
 
   The WAV is streamed to a temporary name beside `output_path` and renamed
@@ -202,6 +200,7 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   """
   checks.positive("chunk_seconds", chunk_seconds)
   checks.probability("keep_input", keep_input)
+  checks.probability("keep_presence", keep_presence)
   if not 0 <= overlap_seconds < chunk_seconds:
     raise checks.ArgumentError("overlap_seconds", overlap_seconds,
                                f"must be in [0, chunk_seconds={chunk_seconds:g}).")
@@ -211,7 +210,8 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   with files.atomic_writer(output_path) as f:
     clipped = write_wav16(f, denoise_stream(module, source, chunk_seconds=chunk_seconds,
                                             overlap_seconds=overlap_seconds,
-                                            keep_input=keep_input),
+                                            keep_input=keep_input,
+                                            keep_presence=keep_presence),
                           length=source.length, rate=source.rate)
   if clipped:
     logging.warning("%s: %d of %d samples (%.1f%%) were beyond full scale and clipped: the "
@@ -229,7 +229,8 @@ def main(argv):
     samples = denoise_file(FLAGS.saved_model, FLAGS.input, FLAGS.output,
                            chunk_seconds=FLAGS.chunk_seconds,
                            overlap_seconds=FLAGS.overlap_seconds,
-                           overwrite=FLAGS.overwrite, keep_input=FLAGS.keep_input)
+                           overwrite=FLAGS.overwrite, keep_input=FLAGS.keep_input,
+                           keep_presence=FLAGS.keep_presence)
   except checks.ArgumentError as e:
     sys.exit(f"trainer.denoise: {e.flag()}")
   except (ValueError, OSError) as e:
@@ -244,8 +245,14 @@ if __name__ == "__main__":
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
   flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
-  flags.DEFINE_float("keep_input", KEEP_INPUT, "Share of the unprocessed input mixed into the "
-                     "output: limits the noise attenuation (0.25: about -12 dB) and keeps "
-                     "speech detail; 0: the model's output alone.")
+  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input mixed "
+                     "into the output outside the presence band: limits the noise attenuation "
+                     "(0.15: about -16.5 dB) and restores speech detail; 0 (with "
+                     "--keep_presence=0): the model's output alone.")
+  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input mixed "
+                     "back in the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
+                     "consonants live (0.5: about -6 dB at most). On held-out speech (see "
+                     "BENCHMARKS.md) 0.15/0.5 beat a uniform 0.25 by +0.3 dB SI-SDR and "
+                     "+0.005 STOI; set it equal to --keep_input for a uniform share.")
   flags.mark_flags_as_required(["saved_model", "input", "output"])
   app.run(main)

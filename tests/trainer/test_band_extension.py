@@ -7,8 +7,10 @@ import tensorflow as tf
 
 from trainer import band_extension
 from trainer import denoise
+from trainer import kept_input
 
 RATE, MODEL_RATE = 48000, 16000
+RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input mixed back
 
 
 def model(gain_fn):
@@ -50,7 +52,7 @@ class BandExtensionTest(tf.test.TestCase):
 
   def test_a_speech_like_band_that_the_model_keeps_is_returned_whole(self):
     signal = speech_like()
-    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, keep_input=0)
+    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
     self.assertEqual(out.shape, signal.shape)
     self.assertAllClose(band_power(out, 9000, 24000) / band_power(signal, 9000, 24000), 1.0,
                         rtol=0.1)
@@ -59,7 +61,7 @@ class BandExtensionTest(tf.test.TestCase):
 
   def test_more_power_up_there_than_speech_would_have_is_cut_to_the_expected_share(self):
     signal = noise()  # white: 16/24 of its power above 8 kHz, 1.6/24 in 5.6-7.2 kHz
-    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, keep_input=0)
+    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
     expected = band_extension.speech_ratio(MODEL_RATE, RATE) * 1.6 / 16.0  # of the power
     self.assertAllClose(band_power(out, 9000, 24000) / band_power(signal, 9000, 24000),
                         expected, rtol=0.15)
@@ -67,7 +69,7 @@ class BandExtensionTest(tf.test.TestCase):
   def test_the_upper_band_follows_what_the_model_removed_frame_by_frame(self):
     signal = speech_like()
     gate = lambda t: (t >= 1.0).astype(np.float64)  # removes the first second, keeps the rest
-    out = denoise.denoise_signal(model(gate), signal, RATE, keep_input=0)
+    out = denoise.denoise_signal(model(gate), signal, RATE, **RAW)
     first, second = out[:int(0.9 * RATE)], out[int(1.1 * RATE):]
     self.assertLess(band_power(first, 9000, 24000), 1e-4 * band_power(second, 9000, 24000))
     self.assertAllClose(band_power(second, 9000, 24000),
@@ -76,13 +78,23 @@ class BandExtensionTest(tf.test.TestCase):
   def test_a_file_at_the_models_rate_or_below_is_not_extended(self):
     signal = noise()[:MODEL_RATE]
     halve = model(lambda t: np.full_like(t, 0.5))
-    out = denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=0)
+    out = denoise.denoise_signal(halve, signal, MODEL_RATE, **RAW)
     self.assertAllClose(out, 0.5 * signal, atol=1e-6)
-    mixed = denoise.denoise_signal(halve, signal, MODEL_RATE)  # keeps KEEP_INPUT of the input
-    keep = denoise.KEEP_INPUT
-    self.assertAllClose(mixed, ((1 - keep) * 0.5 + keep) * signal, atol=1e-6)
+    uniform = denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=0.25,
+                                     keep_presence=0.25)
+    self.assertAllClose(uniform, (0.75 * 0.5 + 0.25) * signal, atol=1e-6)
     with self.assertRaisesRegex(ValueError, r"keep_input=1.5 must be in \[0, 1\]"):
       denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=1.5)
+
+  def test_by_default_more_input_is_kept_in_the_presence_band(self):
+    seconds = np.arange(MODEL_RATE) / MODEL_RATE
+    halve = model(lambda t: np.full_like(t, 0.5))
+    for hz, keep in ((500.0, kept_input.KEEP), (4000.0, kept_input.PRESENCE_KEEP)):
+      tone = (0.5 * np.sin(2 * np.pi * hz * seconds)).astype(np.float32)
+      out = denoise.denoise_signal(halve, tone, MODEL_RATE)
+      inside = slice(MODEL_RATE // 100, -MODEL_RATE // 100)  # beyond the edge effects
+      self.assertAllClose(out[inside], (0.5 + 0.5 * keep) * tone[inside], atol=2e-3,
+                          msg=f"{hz} Hz")
 
 
 if __name__ == "__main__":

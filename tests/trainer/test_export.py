@@ -282,7 +282,8 @@ class EnhanceTest(tf.test.TestCase):
     source.read = lambda start, stop: read.append((start, stop)) or real_read(start, stop)
     with mock.patch.object(denoise, "SEGMENT_SECONDS", 2.0):
       blocks = list(denoise.denoise_stream(halve, source, chunk_seconds=0.5,
-                                           overlap_seconds=0.25, keep_input=0.0))
+                                           overlap_seconds=0.25, keep_input=0.0,
+                                           keep_presence=0.0))
     self.assertAllClose(np.concatenate(blocks), 0.5 * signal, atol=1e-6)
     self.assertLen(read, 4)  # 2 s segments overlapping by 0.25 s: never the whole file
     self.assertTrue(all(stop - start <= 2 * rate for start, stop in read))

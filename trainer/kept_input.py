@@ -1,0 +1,58 @@
+"""How much of the unprocessed input goes back into a denoiser's output, by frequency.
+
+Mixing a share `k` of the input back (`enhanced + k * (input - enhanced)`)
+limits the attenuation to about `20 log10(k)` dB and restores speech that the
+model removed. The share depends on frequency: more is kept in the presence
+band (3-5 kHz), where consonant cues live and where the default model, faced
+with noise that is strong there (white, pink), removes most of the speech's
+envelope; less is kept elsewhere, where the model is reliable. The share
+ramps linearly in log frequency between the two (PRESENCE_HZ).
+"""
+
+import numpy as np
+
+from common import checks
+from ops import spectral
+
+KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB at most)
+PRESENCE_KEEP = 0.5  # share kept in the presence band (about -6 dB at most)
+# (start of the ramp up, presence band start, presence band end, end of the ramp down), Hz.
+PRESENCE_HZ = (1500.0, 3000.0, 5000.0, 7000.0)
+PAD_SECONDS = 0.05  # odd-reflected at both ends (value and slope continue); far longer than
+# the impulse response of the shares
+
+
+def shares(frequencies: np.ndarray, keep: float, presence_keep: float) -> np.ndarray:
+  """The share of the input kept at each of `frequencies` (Hz)."""
+  log_hz = np.log(np.maximum(np.asarray(frequencies, np.float64), 1.0))
+  return np.interp(log_hz, np.log(PRESENCE_HZ), [keep, presence_keep, presence_keep, keep])
+
+
+def mix(enhanced: np.ndarray, signal: np.ndarray, rate: int, *, keep: float = KEEP,
+        presence_keep: float = PRESENCE_KEEP) -> np.ndarray:
+  """`enhanced` with `shares(f)` of `(signal - enhanced)` added back; same length, float32.
+
+  Args:
+    enhanced: the denoiser's output at `rate`.
+    signal: its input, the same length.
+    rate: their sample rate in Hz.
+    keep: the share kept outside the presence band, in [0, 1].
+    presence_keep: the share kept in the presence band, in [0, 1]; equal to
+      `keep`, the same share is kept at every frequency.
+  """
+  checks.probability("keep_input", keep)
+  checks.probability("keep_presence", presence_keep)
+  if np.shape(enhanced) != np.shape(signal):
+    raise ValueError(f"enhanced {np.shape(enhanced)} and signal {np.shape(signal)} must have "
+                     "the same shape.")
+  enhanced = np.asarray(enhanced, np.float64)
+  residual = np.asarray(signal, np.float64) - enhanced
+  if keep == presence_keep or len(residual) < 2:
+    return (enhanced + keep * residual).astype(np.float32)
+  pad = min(len(residual) - 1, int(PAD_SECONDS * rate))
+  padded = np.pad(residual, pad, mode="reflect", reflect_type="odd")
+  size = spectral.fft_length(len(padded))
+  kept = np.fft.irfft(np.fft.rfft(padded, size) * shares(
+      np.fft.rfftfreq(size, 1.0 / rate), keep, presence_keep), size)
+  return (enhanced + kept[pad:pad + len(residual)]).astype(np.float32)
+
