@@ -253,6 +253,6 @@ if __name__ == "__main__":
                      "back in the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
                      "consonants live (0.5: about -6 dB at most). On held-out speech (see "
                      "BENCHMARKS.md) 0.15/0.5 beat a uniform 0.25 by +0.3 dB SI-SDR and "
-                     "+0.005 STOI; set it equal to --keep_input for a uniform share.")
+                     "+0.003-0.005 STOI; equal to --keep_input, one share everywhere.")
   flags.mark_flags_as_required(["saved_model", "input", "output"])
   app.run(main)
