@@ -18,8 +18,9 @@ KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB
 PRESENCE_KEEP = 0.5  # share kept in the presence band (about -6 dB at most)
 # (start of the ramp up, presence band start, presence band end, end of the ramp down), Hz.
 PRESENCE_HZ = (1500.0, 3000.0, 5000.0, 7000.0)
-PAD_SECONDS = 0.05  # odd-reflected at both ends (value and slope continue); far longer than
-# the impulse response of the shares
+PAD_SECONDS = 0.05  # context each side of a block, far longer than the shares' impulse
+# response; odd-reflected at the signal's ends (value and slope continue)
+BLOCK_SECONDS = 5.0  # filtered at once: bounds the memory of a long segment
 
 
 def shares(frequencies: np.ndarray, keep: float, presence_keep: float) -> np.ndarray:
@@ -31,6 +32,9 @@ def shares(frequencies: np.ndarray, keep: float, presence_keep: float) -> np.nda
 def mix(enhanced: np.ndarray, signal: np.ndarray, rate: int, *, keep: float = KEEP,
         presence_keep: float = PRESENCE_KEEP) -> np.ndarray:
   """`enhanced` with `shares(f)` of `(signal - enhanced)` added back; same length, float32.
+
+  A zero-phase FFT filter, applied BLOCK_SECONDS at a time with PAD_SECONDS of
+  context each side, so the blocks join without seams.
 
   Args:
     enhanced: the denoiser's output at `rate`.
@@ -45,14 +49,19 @@ def mix(enhanced: np.ndarray, signal: np.ndarray, rate: int, *, keep: float = KE
   if np.shape(enhanced) != np.shape(signal):
     raise ValueError(f"enhanced {np.shape(enhanced)} and signal {np.shape(signal)} must have "
                      "the same shape.")
-  enhanced = np.asarray(enhanced, np.float64)
-  residual = np.asarray(signal, np.float64) - enhanced
+  enhanced = np.asarray(enhanced, np.float32)
+  residual = np.asarray(signal, np.float32) - enhanced
   if keep == presence_keep or len(residual) < 2:
-    return (enhanced + keep * residual).astype(np.float32)
-  pad = min(len(residual) - 1, int(PAD_SECONDS * rate))
-  padded = np.pad(residual, pad, mode="reflect", reflect_type="odd")
-  size = spectral.fft_length(len(padded))
-  kept = np.fft.irfft(np.fft.rfft(padded, size) * shares(
-      np.fft.rfftfreq(size, 1.0 / rate), keep, presence_keep), size)
-  return (enhanced + kept[pad:pad + len(residual)]).astype(np.float32)
-
+    return enhanced + np.float32(keep) * residual
+  edge = min(len(residual) - 1, int(PAD_SECONDS * rate))
+  padded = np.pad(residual, edge, mode="reflect", reflect_type="odd")
+  block = max(1, int(BLOCK_SECONDS * rate))
+  size = spectral.fft_length(block + 2 * edge)
+  gains = shares(np.fft.rfftfreq(size, 1.0 / rate), keep, presence_keep)
+  out = enhanced.copy()
+  for start in range(0, len(residual), block):  # each block with `edge` of context each side
+    piece = padded[start:start + block + 2 * edge]
+    length = len(piece) - 2 * edge
+    out[start:start + length] += np.fft.irfft(np.fft.rfft(piece, size) * gains,
+                                              size)[edge:edge + length].astype(np.float32)
+  return out

@@ -1,5 +1,7 @@
 """Tests for trainer.kept_input: the share of the input mixed back, by frequency."""
 
+from unittest import mock
+
 import numpy as np
 import tensorflow as tf
 
@@ -46,6 +48,14 @@ class KeptInputTest(tf.test.TestCase):
     error = np.abs(piece - whole[start:stop])
     self.assertLess(error[EDGE:-EDGE].max(), 0.03 * whole.std())  # -30 dB
     self.assertLess(error[10 * EDGE:-10 * EDGE].max(), 0.003 * whole.std())
+
+  def test_blocks_join_without_seams(self):
+    rate = 8000
+    signal = np.random.default_rng(3).normal(size=12 * rate + 77).astype(np.float32)
+    blocks = kept_input.mix(0.5 * signal, signal, rate)  # 5 s blocks
+    with mock.patch.object(kept_input, "BLOCK_SECONDS", 20.0):
+      whole = kept_input.mix(0.5 * signal, signal, rate)
+    self.assertAllClose(blocks, whole, atol=1e-4)
 
   def test_equal_shares_are_a_plain_mix(self):
     signal = np.random.default_rng(1).normal(size=1000).astype(np.float32)
