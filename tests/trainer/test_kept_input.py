@@ -61,7 +61,9 @@ class KeptInputTest(tf.test.TestCase):
     signal = np.random.default_rng(1).normal(size=1000).astype(np.float32)
     out = kept_input.mix(0.5 * signal, signal, RATE, keep=0.3, presence_keep=0.3)
     self.assertAllClose(out, 0.65 * signal, atol=1e-6)
-    self.assertAllClose(kept_input.mix(signal[:1], signal[:1], RATE), signal[:1])
+    one = kept_input.mix(np.zeros(1, np.float32), signal[:1], RATE, keep=0.15,
+                         presence_keep=0.5)  # one sample is DC: outside the band
+    self.assertAllClose(one, 0.15 * signal[:1])
 
   def test_bad_arguments(self):
     signal = np.zeros(100, np.float32)
