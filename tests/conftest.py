@@ -1,8 +1,16 @@
-"""Test-process setup: two logical CPU devices, so multi-replica code runs without GPUs."""
+"""Test-process setup: oneDNN off and two logical CPU devices, so every machine tests the same path.
+
+TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16,
+AVX-VNNI or AMX; elsewhere its stock (Eigen) kernels run, and they lack some
+features (no dilated convolution gradient). The suite runs the stricter stock
+path on every CPU; `TF_ENABLE_ONEDNN_OPTS=1 python -m pytest` runs it with
+oneDNN on. Child processes inherit the setting.
+"""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # before TensorFlow is imported
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 

@@ -1,7 +1,10 @@
 """Layers the models share: 1-D convolutions (optionally causal), transposed convolution, GLU.
 
 Plain tf.Modules with float32 variables that compute in their input's dtype
-(bfloat16 under mixed precision), initialised from a stateless seed.
+(bfloat16 under mixed precision), initialised from a stateless seed. They run
+on every CPU: TensorFlow's stock (Eigen) CPU kernels, which run wherever oneDNN
+is off, have no gradient for a dilated convolution, so dilated convolutions are
+computed as one matmul over their taps (`dilated_conv1d`).
 """
 
 import math
@@ -21,6 +24,9 @@ class Conv1D(tf.Module):
   def __init__(self, in_channels, out_channels, kernel_size, *, stride=1, dilation=1,
                causal=False, seed=(0, 0), name=None):
     super().__init__(name=name)
+    if stride > 1 and dilation > 1:
+      raise ValueError(f"Conv1D takes a stride ({stride}) or a dilation ({dilation}) above 1, "
+                       "not both (tf.nn.conv1d has neither combined).")
     fan_in = in_channels * kernel_size
     self.kernel = tf.Variable(
         uniform_init([kernel_size, in_channels, out_channels], fan_in, seed), name="kernel")
@@ -31,10 +37,39 @@ class Conv1D(tf.Module):
 
   def __call__(self, x):
     kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
+    if self.dilation > 1:
+      span = (self.kernel_size - 1) * self.dilation
+      before = span if self.causal else span // 2  # "SAME" puts the odd sample after
+      x = tf.pad(x, [[0, 0], [before, span - before], [0, 0]])
+      return dilated_conv1d(x, kernel, self.dilation) + bias
     if self.causal and self.kernel_size > 1:
-      x = tf.pad(x, [[0, 0], [(self.kernel_size - 1) * self.dilation, 0], [0, 0]])
-      return tf.nn.conv1d(x, kernel, self.stride, "VALID", dilations=self.dilation) + bias
-    return tf.nn.conv1d(x, kernel, self.stride, "SAME", dilations=self.dilation) + bias
+      x = tf.pad(x, [[0, 0], [self.kernel_size - 1, 0], [0, 0]])
+      return tf.nn.conv1d(x, kernel, self.stride, "VALID") + bias
+    return tf.nn.conv1d(x, kernel, self.stride, "SAME") + bias
+
+
+def dilated_conv1d(x, kernel, dilation: int):
+  """`tf.nn.conv1d(x, kernel, 1, "VALID", dilations=dilation)` as one matmul over its taps.
+
+  Slices, a concat and a matmul have forward and backward kernels on every device
+  and CPU backend; the stock CPU Conv2DBackpropInput/Filter refuse dilations > 1.
+
+  Args:
+    x: `[batch, time, in_channels]`, already padded.
+    kernel: `[taps, in_channels, out_channels]`.
+    dilation: samples between taps.
+
+  Returns:
+    `[batch, time - (taps - 1) * dilation, out_channels]`.
+  """
+  taps, in_channels, out_channels = kernel.shape
+  frames = tf.shape(x)[1] - (taps - 1) * dilation
+  stacked = tf.concat([x[:, tap * dilation:tap * dilation + frames] for tap in range(taps)],
+                      axis=-1)  # [batch, frames, taps * in_channels], tap-major like kernel
+  batch = tf.shape(x)[0]
+  y = tf.matmul(tf.reshape(stacked, [-1, taps * in_channels]),  # one GEMM for the batch
+                tf.reshape(kernel, [taps * in_channels, out_channels]))
+  return tf.reshape(y, [batch, frames, out_channels])
 
 
 class ConvTranspose1D(tf.Module):
@@ -66,7 +101,6 @@ class ConvTranspose1D(tf.Module):
 
 
 def glu(x):
-  """Gated linear unit over the last axis: first half * sigmoid(second half)."""
   """Gated linear unit over the last axis: first half * sigmoid(second half)."""
   a, b = tf.split(x, 2, axis=-1)
   return a * tf.sigmoid(b)

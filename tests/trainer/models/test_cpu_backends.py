@@ -1,0 +1,53 @@
+"""Both architectures train on TensorFlow's stock CPU kernels (the suite runs with oneDNN off) and match a oneDNN run."""
+
+import tempfile
+
+from absl.testing import parameterized
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from tests.trainer.models import few_steps
+
+
+class StockKernelsTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_the_suite_runs_with_onednn_off(self):
+    self.assertFalse(few_steps.onednn_enabled(),
+                     "tests/conftest.py sets TF_ENABLE_ONEDNN_OPTS=0 unless it is set")
+
+  @parameterized.product(architecture=few_steps.ARCHITECTURES,
+                         precision=["float32", "mixed_bfloat16"], jit_compile=[False, True])
+  def test_every_path_trains_on_two_replicas(self, architecture, precision, jit_compile):
+    weights, step_losses = few_steps.train(architecture, helpers.mirrored(),
+                                           precision=precision, jit_compile=jit_compile)
+    self.assertTrue(np.all(np.isfinite(step_losses)), step_losses)
+    self.assertTrue(all(np.all(np.isfinite(w)) for w in weights))
+
+  def test_the_default_path_trains_on_one_device(self):
+    _, step_losses = few_steps.train("mask", helpers.one_device())
+    self.assertTrue(np.all(np.isfinite(step_losses)), step_losses)
+
+
+@pytest.mark.slow
+class OneDnnEquivalenceTest(tf.test.TestCase):
+
+  def test_training_with_onednn_on_gives_the_same_weights(self):
+    path = tempfile.mkdtemp() + "/onednn.npz"
+    result = helpers.run_module("tests.trainer.models.few_steps", path,
+                                env=helpers.env(TF_ENABLE_ONEDNN_OPTS="1"))
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    onednn = np.load(path)
+    self.assertTrue(onednn["onednn"], "the child process did not run oneDNN")
+    for architecture in few_steps.ARCHITECTURES:
+      weights, step_losses = few_steps.train(architecture, helpers.mirrored())
+      self.assertAllClose(onednn[f"{architecture}/losses"], step_losses, rtol=1e-4, atol=1e-4)
+      for i, w in enumerate(weights):
+        # 3 AdamW steps of 1e-3 move a weight by up to 3e-3; the backends agree to ~3e-6
+        self.assertAllClose(onednn[f"{architecture}/{i}"], w, rtol=0, atol=2e-5,
+                            msg=f"{architecture} variable {i}")
+
+
+if __name__ == "__main__":
+  tf.test.main()
