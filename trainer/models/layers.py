@@ -1,10 +1,10 @@
 """Layers the models share: 1-D convolutions (optionally causal), transposed convolution, GLU.
 
 Plain tf.Modules with float32 variables that compute in their input's dtype
-(bfloat16 under mixed precision), initialised from a stateless seed. They run
+(bfloat16 under mixed precision), initialised from a stateless seed. They train
 on every CPU: TensorFlow's stock (Eigen) CPU kernels, which run wherever oneDNN
-is off, have no gradient for a dilated convolution, so dilated convolutions are
-computed as one matmul over their taps (`dilated_conv1d`).
+is off, refuse the gradient of a natively dilated convolution, so dilations go
+through space-to-batch (`tf.nn.convolution`), measured in BENCHMARKS.md.
 """
 
 import math
@@ -26,7 +26,7 @@ class Conv1D(tf.Module):
     super().__init__(name=name)
     if stride > 1 and dilation > 1:
       raise ValueError(f"Conv1D takes a stride ({stride}) or a dilation ({dilation}) above 1, "
-                       "not both (tf.nn.conv1d has neither combined).")
+                       "not both (TensorFlow's convolutions do not combine them).")
     fan_in = in_channels * kernel_size
     self.kernel = tf.Variable(
         uniform_init([kernel_size, in_channels, out_channels], fan_in, seed), name="kernel")
@@ -37,39 +37,13 @@ class Conv1D(tf.Module):
 
   def __call__(self, x):
     kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
-    if self.dilation > 1:
-      span = (self.kernel_size - 1) * self.dilation
-      before = span if self.causal else span // 2  # "SAME" puts the odd sample after
-      x = tf.pad(x, [[0, 0], [before, span - before], [0, 0]])
-      return dilated_conv1d(x, kernel, self.dilation) + bias
+    padding = "SAME"
     if self.causal and self.kernel_size > 1:
-      x = tf.pad(x, [[0, 0], [self.kernel_size - 1, 0], [0, 0]])
-      return tf.nn.conv1d(x, kernel, self.stride, "VALID") + bias
-    return tf.nn.conv1d(x, kernel, self.stride, "SAME") + bias
-
-
-def dilated_conv1d(x, kernel, dilation: int):
-  """`tf.nn.conv1d(x, kernel, 1, "VALID", dilations=dilation)` as one matmul over its taps.
-
-  Slices, a concat and a matmul have forward and backward kernels on every device
-  and CPU backend; the stock CPU Conv2DBackpropInput/Filter refuse dilations > 1.
-
-  Args:
-    x: `[batch, time, in_channels]`, already padded.
-    kernel: `[taps, in_channels, out_channels]`.
-    dilation: samples between taps.
-
-  Returns:
-    `[batch, time - (taps - 1) * dilation, out_channels]`.
-  """
-  taps, in_channels, out_channels = kernel.shape
-  frames = tf.shape(x)[1] - (taps - 1) * dilation
-  stacked = tf.concat([x[:, tap * dilation:tap * dilation + frames] for tap in range(taps)],
-                      axis=-1)  # [batch, frames, taps * in_channels], tap-major like kernel
-  batch = tf.shape(x)[0]
-  y = tf.matmul(tf.reshape(stacked, [-1, taps * in_channels]),  # one GEMM for the batch
-                tf.reshape(kernel, [taps * in_channels, out_channels]))
-  return tf.reshape(y, [batch, frames, out_channels])
+      x = tf.pad(x, [[0, 0], [(self.kernel_size - 1) * self.dilation, 0], [0, 0]])
+      padding = "VALID"
+    # tf.nn.convolution computes a dilated convolution by space-to-batch (plain
+    # convolutions), which every backend can differentiate; tf.nn.conv1d would not.
+    return tf.nn.convolution(x, kernel, self.stride, padding, dilations=self.dilation) + bias
 
 
 class ConvTranspose1D(tf.Module):
