@@ -64,9 +64,10 @@ def one_of(argument: str, value, choices: Sequence):
 
 
 def interval(argument: str, value, *, low: float = -math.inf):
-  """`(lo, hi)` as floats, if `low <= lo <= hi`."""
+  """`(lo, hi)` as finite floats, if `low <= lo <= hi`."""
   lo, hi = (float(v) for v in value)
-  if not low <= lo <= hi:
+  if not (math.isfinite(lo) and math.isfinite(hi) and low <= lo <= hi):
     bound = f"{low:g} <= " if low > -math.inf else ""
-    raise ArgumentError(argument, f"({lo:g}, {hi:g})", f"must be (lo, hi) with {bound}lo <= hi.")
+    raise ArgumentError(argument, f"({lo:g}, {hi:g})",
+                        f"must be (lo, hi), finite numbers with {bound}lo <= hi.")
   return lo, hi
