@@ -368,6 +368,8 @@ class DiagnoseModeTest(tf.test.TestCase):
                           sample_rate=48000, rir_seconds=0.2)
 
   def test_every_flagfile_diagnoses_on_cpu_replicas(self):
+    """Each flagfile's model and step (XLA as it says) run steps on 2 logical CPUs, with
+    oneDNN as the suite runs (off unless TF_ENABLE_ONEDNN_OPTS=1: conftest.py)."""
     small = ["--num_gpus=0", "--cpu_replicas=2", "--crop_seconds=0.25", "--hidden=8",
              "--depth=2", "--attention_heads=2", "--global_batch_size=4",
              "--diagnose_steps=3", "--diagnose_warmup=1", "--mode=diagnose",
