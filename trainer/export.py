@@ -4,6 +4,7 @@ Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
 """
 
 import os
+import re
 import sys
 import uuid
 
@@ -44,34 +45,45 @@ def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "late
   `weights`: ema (the moving average; an error if the run kept none), raw (the
   trained weights), or auto (the average if there is one). `checkpoint`: latest
   (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
-  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000).
+  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000). Every variable of
+  the model must be in the checkpoint.
   """
   checks.one_of("weights", weights, WEIGHTS)
   card = card_lib.ModelCard.read(model_dir)
   model = card.build()
-  variables = step.tf_variables(model)
-  ema = optim.ExponentialMovingAverage(0.5)
-  ema.build(variables)  # filled by the restore if the checkpoint holds an average
-  restored = _restore(tf.train.Checkpoint(model=model, ema=ema), model_dir, checkpoint)
+  restored = _restore(model, model_dir, checkpoint)
   has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
   if weights == "ema" and not has_average:
     raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
                      "--ema_decay, or export --weights=raw.")
   if has_average and weights != "raw":
+    variables = step.tf_variables(model)
+    ema = optim.ExponentialMovingAverage(0.5)
+    ema.build(variables)
+    checkpoints.restore(tf.train.Checkpoint(ema=ema), restored, partial=True)
     ema.copy_to(variables)
     return model, card.sample_rate, "ema"
   return model, card.sample_rate, "raw"
 
 
-def _restore(state: tf.train.Checkpoint, model_dir: str, checkpoint: str) -> str:
-  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `state`; its path."""
+def _restore(model: tf.Module, model_dir: str, checkpoint: str) -> str:
+  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `model`; its path."""
+  state = tf.train.Checkpoint(model=model)
   if checkpoint not in ("latest", "best"):
+    path = checkpoint_prefix(checkpoint)
+    missing = missing_variables(model, path)
+    if missing:
+      total = len(model.trainable_variables)
+      raise checkpoints.CheckpointError(
+          f"--checkpoint={checkpoint} lacks {len(missing)} of the model's {total} variables "
+          f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): it is not a "
+          f"checkpoint of the model in {model_dir}. Pass one of that run's checkpoints.")
     try:
-      state.restore(checkpoint).expect_partial()
-    except (tf.errors.OpError, ValueError) as e:
+      checkpoints.restore(state, path, partial=True)
+    except checkpoints.UNREADABLE as e:
       raise checkpoints.CheckpointError(f"--checkpoint={checkpoint} cannot be restored "
                                         f"({files.reason(e)}).") from None
-    return checkpoint
+    return path
   directory = os.path.join(model_dir, best.BEST_DIR if checkpoint == "best"
                            else checkpoints.CHECKPOINT_DIR)
   restored = checkpoints.restore_newest_intact(state, directory, partial=True)
@@ -79,6 +91,33 @@ def _restore(state: tf.train.Checkpoint, model_dir: str, checkpoint: str) -> str
     hint = "train with --keep_best=METRIC" if checkpoint == "best" else "train first"
     raise FileNotFoundError(f"No checkpoint in {directory}: {hint}.")
   return restored
+
+
+def missing_variables(model: tf.Module, path: str) -> list:
+  """The variables of `model` (a tf.Module, saved as `model=`) that the checkpoint at `path`
+  does not hold, by their paths in the model."""
+  held = {name for name, _ in tf.train.list_variables(path)}
+  paths = ["/".join(map(str, where)) for where, _ in model._flatten(  # pylint: disable=protected-access
+      predicate=lambda v: isinstance(v, tf.Variable), with_path=True)]
+  return [p for p in paths if f"model/{p}/.ATTRIBUTES/VARIABLE_VALUE" not in held]
+
+
+def checkpoint_prefix(path: str) -> str:
+  """The checkpoint prefix `path` names: itself, or without the `.index` / `.data-*` file
+  ending a user may pass (said in the log).
+
+  Raises:
+    CheckpointError: there is no checkpoint at that prefix.
+  """
+  prefix = re.sub(r"\.(index|data-\d+-of-\d+)$", "", path)
+  if prefix != path:
+    logging.info("--checkpoint=%s is a file of checkpoint %s: exporting that checkpoint.",
+                 path, prefix)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise checkpoints.CheckpointError(
+        f"--checkpoint={path} is not a checkpoint (there is no {prefix}.index): pass latest, "
+        "best, or a checkpoint prefix such as runs/x/checkpoints/ckpt-2000.")
+  return prefix
 
 
 # What tf.saved_model.save writes: a directory holding only these is an earlier export.

@@ -14,7 +14,9 @@ from trainer import denoise
 from trainer import export
 from trainer import optim
 from trainer import step
+from tests import helpers
 from trainer.loop import best
+from trainer.loop import checkpoints
 from trainer.models import card as card_lib
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
@@ -202,6 +204,39 @@ class ExportTest(tf.test.TestCase):
     named = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "n"),
                                               checkpoint=first))
     self.assertNotAllClose(named.denoise(x), self.model(x))
+
+  def test_a_checkpoint_file_names_its_checkpoint(self):
+    first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
+    x = tf.random.normal([1, 1234])
+    for i, file in enumerate((first + ".index", first + ".data-00000-of-00001")):
+      loaded = tf.saved_model.load(export.export(self.model_dir, f"{self.out_dir}/f{i}",
+                                                 checkpoint=file))
+      self.assertAllClose(loaded.denoise(x), self.model(x), rtol=1e-5, atol=1e-6)
+    missing = os.path.join(self.model_dir, "checkpoints", "ckpt-99")
+    with self.assertRaisesRegex(checkpoints.CheckpointError,
+                                f"--checkpoint={missing} is not a checkpoint \\(there is no "
+                                f"{missing}.index\\)"):
+      export.export(self.model_dir, f"{self.out_dir}/m", checkpoint=missing)
+
+  def test_a_checkpoint_without_the_models_variables_is_refused(self):
+    other = "mask" if self.description.get("architecture") != "mask" else "unet"
+    other_model = card_lib.ModelCard.create(other, sample_rate=8000, hidden=8, depth=2).build()
+    foreign = {
+        "another program's": tf.train.Checkpoint(net=tf.Variable([1.0]), step=tf.Variable(3)),
+        "another architecture's": tf.train.Checkpoint(model=other_model)}
+    total = len(self.model.trainable_variables)
+    for name, state in foreign.items():
+      path = state.save(os.path.join(self.create_tempdir().full_path, "ckpt"))
+      with self.assertRaisesRegex(checkpoints.CheckpointError,
+                                  f"--checkpoint={path} lacks {total} of the model's {total} "
+                                  "variables", msg=name):
+        export.export(self.model_dir, f"{self.out_dir}/{name}", checkpoint=path)
+    self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])
+    result = helpers.run_module("trainer.export", f"--model_dir={self.model_dir}",
+                                f"--output={self.out_dir}/cli", f"--checkpoint={path}")
+    self.assertNotEqual(result.returncode, 0)
+    self.assertRegex(result.stderr.strip().splitlines()[-1],
+                     f"^trainer.export: --checkpoint={path} lacks {total} of")
 
   def test_a_failed_replacement_keeps_the_earlier_export(self):
     saved_model_pb = os.path.join(self.saved, "saved_model.pb")

@@ -64,23 +64,26 @@ def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
 
 
 def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False):
-  """Restores the checkpoint at `path` into `checkpoint`, all of it unless `partial`.
+  """Restores every variable `checkpoint` tracks from the checkpoint at `path`, which may
+  hold more (e.g. the optimizer, when only the model is restored) if `partial`.
 
   Raises:
-    CheckpointError: it holds a model of another shape (it is not damaged).
+    CheckpointError: it holds a model of another shape or other variables (it is not
+      damaged).
     One of UNREADABLE: it is damaged or gone.
   """
   try:
     status = checkpoint.restore(path)
     if partial:
       status.expect_partial()
-    else:
-      status.assert_existing_objects_matched()
+    status.assert_existing_objects_matched()
   except UNREADABLE as e:
     if _is_other_model(e):  # an intact checkpoint of another shape: do not fall back
+      why = ("some of this model's variables are not in it" if isinstance(e, AssertionError)
+             else files.reason(e))
       raise CheckpointError(
           f"The checkpoints in {os.path.dirname(path)} hold a model whose variables do not "
-          f"match this one ({os.path.basename(path)}: {files.reason(e)}); they are not "
+          f"match this one ({os.path.basename(path)}: {why}); they are not "
           "damaged. Use the model flags it was trained with, or a new --model_dir.") from None
     raise
 
