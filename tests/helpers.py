@@ -5,6 +5,7 @@ instance keys, so every test module shares `mirrored()` (over the two logical
 CPUs that conftest.py makes).
 """
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -40,6 +41,22 @@ def run_module(module: str, *args, timeout=600, cwd=REPO, **kwargs):
   return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
                         text=True, timeout=timeout, env=kwargs.pop("env", None) or env(),
                         **kwargs)
+
+
+@contextlib.contextmanager
+def read_only(directory: str):
+  """Makes `directory` and everything in it refuse writes for the block, even by root (who
+  ignores permission bits: then the files are made immutable, `chattr -R +i`)."""
+  if os.geteuid() == 0:
+    subprocess.run(["chattr", "-R", "+i", directory], check=True)
+    undo = ["chattr", "-R", "-i", directory]
+  else:
+    subprocess.run(["chmod", "-R", "a-w", directory], check=True)
+    undo = ["chmod", "-R", "u+w", directory]
+  try:
+    yield directory
+  finally:
+    subprocess.run(undo, check=True)
 
 
 @functools.lru_cache(maxsize=None)

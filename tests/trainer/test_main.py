@@ -96,6 +96,20 @@ class TrainEndToEndTest(tf.test.TestCase):
     for name in straight:
       self.assertAllClose(straight[name], resumed[name], rtol=1e-5, atol=1e-6, msg=name)
 
+  def test_evaluating_a_read_only_run_is_one_line_and_changes_nothing(self):
+    model_dir = os.path.join(tempfile.mkdtemp(), "run")
+    shutil.copytree(os.path.join(self.root, "straight"), model_dir)
+    before = sorted(os.walk(model_dir))
+    with helpers.read_only(model_dir):
+      for mode in ("eval", "continuous_eval"):
+        result = run_main(*TINY, f"--synthetic_dir={self.root}/synthetic",
+                          f"--model_dir={model_dir}", f"--mode={mode}", "--eval_timeout=30")
+        self.assertNotEqual(result.returncode, 0, mode)
+        self.assertRegex(result.stderr.strip().splitlines()[-1],
+                         rf"^trainer.main: Cannot write TensorBoard summaries to {model_dir}/eval"
+                         r" \(.+\): the run writes them into its model_dir; make it writable\.$")
+    self.assertEqual(sorted(os.walk(model_dir)), before)
+
   def test_a_run_that_keeps_diverging_recovers_then_stops_with_its_checkpoints(self):
     model_dir = os.path.join(self.root, "diverging")
     shutil.copytree(os.path.join(self.root, "straight"), model_dir)
@@ -227,6 +241,19 @@ class ErrorTest(tf.test.TestCase):
     self.assertNotEqual(result.returncode, 0)
     last = result.stderr.strip().splitlines()[-1]
     self.assertRegex(last, pattern)
+
+  def test_a_sidecar_without_a_trainer_waits_for_the_corpus_only_eval_timeout(self):
+    root = tempfile.mkdtemp()
+    start = time.monotonic()
+    result = run_main(*TINY, "--mode=continuous_eval", f"--model_dir={root}/run",
+                      f"--synthetic_dir={root}/nowhere", "--eval_timeout=3", timeout=120)
+    self.assert_one_line_error(
+        result, rf"^trainer.main: {root}/nowhere/train.manifest.json did not appear within 3 s "
+        r"\(--eval_timeout\): the training run generates the synthetic corpus")
+    self.assertIn("Waiting up to 3 s for the training run to generate the synthetic corpus",
+                  result.stderr)
+    self.assertLess(time.monotonic() - start, 90)
+    self.assertEqual(os.listdir(root), [])
 
   def test_a_model_dir_that_is_a_file_is_refused(self):
     path = os.path.join(tempfile.mkdtemp(), "notes.txt")

@@ -162,7 +162,7 @@ class Controller:
     if step >= self._config.train_steps:
       self._log(f"Already at step {step} >= train_steps={self._config.train_steps}; "
                 "nothing to train.")
-    writer = tf.summary.create_file_writer(self._summary_dir)  # made only when training
+    writer = summaries.file_writer(self._summary_dir)  # made only when training
     meter = progress.Progress("train", self._config.train_steps, "steps", log=self._log)
     meter.restart(step)
     chunk_actions = self._actions(writer, meter)

@@ -5,7 +5,6 @@ import os
 from typing import Callable, Dict, Optional, Tuple
 
 from absl import logging
-import tensorflow as tf
 
 from common import files
 from trainer.evaluation import evaluator as evaluator_lib
@@ -27,7 +26,7 @@ class PeriodicEval:
     self._evaluator, self._out_dir = evaluator, out_dir
     self._weights, self._swap = weights[0], weights[1] or contextlib.nullcontext
     self._sample_rate, self._clips = sample_rate, clips
-    self._writer = tf.summary.create_file_writer(os.path.join(out_dir, "eval"))
+    self._writer = summaries.file_writer(os.path.join(out_dir, "eval"))
     self.last_step = None
 
   def __call__(self, step: int) -> Dict[str, float]:

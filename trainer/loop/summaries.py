@@ -5,8 +5,22 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from common import files
 from ops import spectral
 from trainer.loop import actions
+
+
+def file_writer(directory: str):
+  """A TensorBoard writer for `directory`.
+
+  Raises:
+    OSError: the directory cannot be written (read-only, full), naming it.
+  """
+  try:
+    return tf.summary.create_file_writer(directory)
+  except tf.errors.OpError as e:
+    raise OSError(f"Cannot write TensorBoard summaries to {directory} ({files.reason(e)}): "
+                  "the run writes them into its model_dir; make it writable.") from None
 
 
 class TrainSummaries:

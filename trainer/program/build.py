@@ -255,9 +255,14 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
   # sidecar evaluator of it will
   train_splits = ({data.clean_split: "clean", data.noise_split: "noise"} if data.mixing
                   else {data.train_split: "pairs"})
-  if not create:
+  if not create:  # the chief generates it: wait for its manifests
+    sidecar = configs.run.mode == "continuous_eval"
+    wait = configs.run.eval_timeout if sidecar else CORPUS_WAIT_SECONDS
+    logging.info("Waiting up to %g s for the training run to generate the synthetic corpus "
+                 "in %s.", wait, directory)
     for split in (*train_splits, eval_split):
-      _wait_for(records.manifest_path(directory, split))
+      _wait_for(records.manifest_path(directory, split), wait,
+                bound="--eval_timeout" if sidecar else "the wait for the chief")
   train = [synthetic.ensure_corpus(directory, split=split, kind=kind, seed=seed,
                                    num_examples=data.synthetic_examples, **corpus)
            for split, kind in train_splits.items()]
@@ -287,12 +292,17 @@ def room_responses(data, sample_rate: int, crop_seconds: float) -> Optional[np.n
       data.simulated_rooms, sample_rate=sample_rate, seconds=min(1.0, crop_seconds))])
 
 
-def _wait_for(path: str, timeout_seconds: float = 1800.0):
+CORPUS_WAIT_SECONDS = 1800.0  # how long the other workers wait for the chief's corpus
+
+
+def _wait_for(path: str, timeout_seconds: float, *, bound: str):
   deadline = time.monotonic() + timeout_seconds
   while not tf.io.gfile.exists(path):
     if time.monotonic() > deadline:
-      raise FileNotFoundError(f"{path} did not appear within {timeout_seconds:.0f} s: is the "
-                              "chief generating the synthetic corpus?")
+      raise FileNotFoundError(
+          f"{path} did not appear within {timeout_seconds:g} s ({bound}): the training run "
+          "generates the synthetic corpus. Start it first, or pass --synthetic_dir of a "
+          "generated corpus.")
     time.sleep(1.0)
 
 
