@@ -2,9 +2,10 @@
 
 import contextlib
 import json
+import math
 import os
 import re
-from typing import Iterator
+from typing import Dict, Iterator, Optional
 import uuid
 
 import tensorflow as tf
@@ -52,12 +53,57 @@ def write_json(path: str, value) -> str:
   return write_text(path, json.dumps(value, indent=2) + "\n")
 
 
-def read_json(path: str):
-  """The JSON value in `path`, or None if there is no such file."""
+class DamagedFileError(ValueError):
+  """A file the project wrote and reads back holds something else; the message names it,
+  what is wrong and what to do."""
+
+
+# What a field's type admits (float: any finite number; int: not a bool).
+_ADMITS = {
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and math.isfinite(v)),
+    str: lambda v: isinstance(v, str), list: lambda v: isinstance(v, list),
+    dict: lambda v: isinstance(v, dict)}
+_NAMES = {int: "an integer", float: "a finite number", str: "a string", list: "a list",
+          dict: "an object"}
+
+
+def read_json(path: str, fields: Optional[Dict[str, type]] = None, *, fix: str = ""):
+  """The JSON value in `path`, or None if there is no such file.
+
+  Args:
+    path: the file (any tf.io.gfile filesystem).
+    fields: the value must be an object holding these fields, each of its type (int,
+      float: a finite number, str, list or dict); others may be there too.
+    fix: what the user can do if it is damaged, for the error.
+
+  Raises:
+    DamagedFileError: it is not JSON, or not of that shape, naming `path` and the problem.
+  """
   if not tf.io.gfile.exists(path):
     return None
   with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+    text = f.read()
+  try:
+    value = json.loads(text)
+  except ValueError as e:
+    raise DamagedFileError(f"{path} is not valid JSON ({e}){_then(fix)}") from None
+  if fields is not None:
+    if not isinstance(value, dict):
+      raise DamagedFileError(f"{path} holds {type(value).__name__} {text.strip()[:40]}, not "
+                             f"an object with {', '.join(fields)}{_then(fix)}")
+    for name, kind in fields.items():
+      if name not in value:
+        raise DamagedFileError(f"{path} has no {name!r}{_then(fix)}")
+      if not _ADMITS[kind](value[name]):
+        raise DamagedFileError(f"{path} holds {name}={value[name]!r}, not {_NAMES[kind]}"
+                               f"{_then(fix)}")
+  return value
+
+
+def _then(fix: str) -> str:
+  return f": {fix}" if fix else "."
 
 
 def reason(error: Exception) -> str:

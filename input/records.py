@@ -117,9 +117,8 @@ def read_manifest(data_dir: str, split: str, kind: Optional[str] = None) -> Mani
     raise FileNotFoundError(
         f"No manifest at {path}: prepare the data first (python -m input.prepare or "
         "python -m input.synthetic), or pass the directory that holds it.")
+  fields = files.read_json(path, fix="re-create the split.")
   try:
-    with tf.io.gfile.GFile(path) as f:
-      fields = json.load(f)
     manifest = Manifest(
         data_dir=data_dir, split=fields["split"], shards=tuple(fields["shards"]),
         examples_per_shard=tuple(int(n) for n in fields["examples_per_shard"]),

@@ -35,6 +35,30 @@ class FilesTest(tf.test.TestCase):
     self.assertEqual(os.listdir(directory), ["taken"])
     self.assertEqual(os.listdir(target), ["inside"])
 
+  def test_a_damaged_state_file_is_named_with_what_is_wrong_and_what_to_do(self):
+    path = os.path.join(self.create_tempdir().full_path, "state.json")
+    fields = {"host": str, "pid": int, "value": float, "items": list}
+    cases = {
+        "not json{": r"is not valid JSON \(Expecting value",
+        "[1, 2]": r"holds list \[1, 2\], not an object with host, pid, value, items",
+        '{"host": "vm"}': "has no 'pid'",
+        '{"host": "vm", "pid": "abc", "value": 1, "items": []}': "holds pid='abc', not an "
+                                                                   "integer",
+        '{"host": "vm", "pid": true, "value": 1, "items": []}': "holds pid=True, not an integer",
+        '{"host": "vm", "pid": 5, "value": NaN, "items": []}': "holds value=nan, not a finite "
+                                                                "number",
+        '{"host": "vm", "pid": 5, "value": "abc", "items": []}': "holds value='abc', not a "
+                                                                  "finite number",
+        '{"host": "vm", "pid": 5, "value": 1, "items": 5}': "holds items=5, not a list"}
+    for text, problem in cases.items():
+      with open(path, "w") as f:
+        f.write(text)
+      with self.assertRaisesRegex(files.DamagedFileError,
+                                  f"^{path} {problem}.*: delete it to start afresh$", msg=text):
+        files.read_json(path, fields, fix="delete it to start afresh")
+    with open(path, "w") as f:
+      f.write('{"host": "vm", "pid": 5, "value": 2, "items": [], "more": 1}')
+    self.assertEqual(files.read_json(path, fields)["value"], 2)
 
   def test_reason_finds_the_operating_systems_words(self):
     self.assertEqual(files.reason(OSError(28, "No space left on device")),

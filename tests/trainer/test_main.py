@@ -110,6 +110,46 @@ class TrainEndToEndTest(tf.test.TestCase):
                          r" \(.+\): the run writes them into its model_dir; make it writable\.$")
     self.assertEqual(sorted(os.walk(model_dir)), before)
 
+  def test_damaged_state_files_stop_the_run_with_one_line_naming_them(self):
+    model_dir = os.path.join(tempfile.mkdtemp(), "run")
+    shutil.copytree(os.path.join(self.root, "straight"), model_dir)
+    common = [*TINY, f"--synthetic_dir={self.root}/synthetic", f"--model_dir={model_dir}",
+              "--train_steps=30"]
+    sidecar = ["--mode=continuous_eval", "--eval_timeout=3"]
+    cases = [  # file, what it holds, extra flags, the one line (None: ends well)
+        ("train.lock", "[1, 2]", [], rf"{model_dir}/train.lock holds list \[1, 2\], not an "
+         "object with host, pid: it is the model_dir's training lock; if no run trains there, "
+         "delete it.$"),
+        ("train.lock", '{"pid": 5}', sidecar, None),
+        ("recoveries.json", '{"recoveries": 5}', [],
+         rf"{model_dir}/recoveries.json holds recoveries=5, not a list: it counts"),
+        ("best/best.json", '{"metric": "si_sdr", "value": NaN, "step": 10, "checkpoint": "c"}',
+         ["--keep_best=si_sdr"], rf"{model_dir}/best/best.json holds value=nan, not a finite "
+         rf"number: it records the best checkpoint beside it; move {model_dir}/best aside"),
+        ("eval_results.json", '{"step": "final"}', sidecar,
+         rf"{model_dir}/eval_results.json holds step='final', not an integer: it records"),
+    ]
+    for name, text, flags, error in cases:
+      path = os.path.join(model_dir, name)
+      kept = open(path).read() if os.path.exists(path) else None
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, "w") as f:
+        f.write(text)
+      result = run_main(*common, *flags)
+      self.assertNotIn("Traceback", result.stderr, name)
+      if error is None:
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+      else:
+        self.assertNotEqual(result.returncode, 0, name)
+        self.assertRegex(result.stderr.strip().splitlines()[-1], "^trainer.main: " + error)
+      if kept is None:
+        os.remove(path)
+      else:
+        with open(path, "w") as f:
+          f.write(kept)
+    self.assertEqual(tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")),
+                     os.path.join(model_dir, "checkpoints", "ckpt-20"))  # nothing trained
+
   def test_a_run_that_keeps_diverging_recovers_then_stops_with_its_checkpoints(self):
     model_dir = os.path.join(self.root, "diverging")
     shutil.copytree(os.path.join(self.root, "straight"), model_dir)

@@ -1,5 +1,6 @@
 """The best checkpoint by an eval metric (kept apart, never removed by max_to_keep) and early stopping on it."""
 
+import math
 import os
 from typing import Dict, Optional
 
@@ -30,8 +31,12 @@ class KeepBest:
     self.best = self._stored()
 
   def _stored(self) -> Optional[Dict]:
-    best = files.read_json(os.path.join(self._dir, BEST_FILE))
-    return best if best and best.get("metric") == self.metric else None
+    best = files.read_json(
+        os.path.join(self._dir, BEST_FILE),
+        {"metric": str, "value": float, "step": int, "checkpoint": str},
+        fix=f"it records the best checkpoint beside it; move {self._dir} aside to keep the "
+        "best afresh.")
+    return best if best and best["metric"] == self.metric else None
 
   def __call__(self, step: int, results: Dict[str, float]) -> bool:
     """Whether `results` improved the metric (then the weights were saved)."""
@@ -39,6 +44,10 @@ class KeepBest:
       raise checks.ArgumentError("keep_best", self.metric, "is not an eval metric; use one of "
                                  f"{', '.join(sorted(results))}.")
     value = float(results[self.metric])
+    if not math.isfinite(value):
+      logging.warning("Eval %s at step %d is %s: not a candidate for the best checkpoint.",
+                      self.metric, step, value)
+      return False
     if self.best is not None and not (value > self.best["value"] if self._higher
                                       else value < self.best["value"]):
       return False

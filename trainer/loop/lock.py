@@ -4,9 +4,11 @@ import contextlib
 import json
 import os
 import socket
-from typing import Optional
+from typing import Optional, Tuple
 
 from absl import logging
+
+from common import files
 
 LOCK_FILE = "train.lock"
 
@@ -25,25 +27,27 @@ def _alive(pid: int) -> bool:
   return True
 
 
-def _holder(path: str):
+def _holder(path: str) -> Tuple[Optional[dict], str]:
+  """`(holder, problem)`: the lock's `{host, pid}`, or None and why it cannot be read (being
+  written, or damaged: then it counts as held by an unknown run)."""
   try:
-    with open(path) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None  # being written, or damaged: treated as held by an unknown run
+    return files.read_json(path, {"host": str, "pid": int},
+                           fix="it is the model_dir's training lock; if no run trains there, "
+                           "delete it."), ""
+  except (OSError, files.DamagedFileError) as e:
+    return None, str(e)
 
 
 def _gone(holder) -> bool:
   """Whether a lock's holder was a process of this host that no longer runs."""
-  return bool(holder) and holder.get("host") == socket.gethostname() and not _alive(
-      int(holder["pid"]))
+  return bool(holder) and holder["host"] == socket.gethostname() and not _alive(holder["pid"])
 
 
 def training(model_dir: str) -> bool:
   """Whether a training run holds `model_dir`'s lock (one left by a run of this host that is
   gone does not count; cloud model_dirs have no lock)."""
   path = os.path.join(model_dir, LOCK_FILE)
-  return os.path.exists(path) and not _gone(_holder(path))
+  return os.path.exists(path) and not _gone(_holder(path)[0])
 
 
 def acquire(model_dir: str) -> Optional[str]:
@@ -67,15 +71,17 @@ def acquire(model_dir: str) -> Optional[str]:
     try:
       fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-      holder = _holder(path)
+      holder, problem = _holder(path)
       if _gone(holder):
         logging.warning("Taking over %s: its run (pid %s) is gone.", path, holder["pid"])
         os.remove(path)
         continue
-      who = (f"pid {holder['pid']} on {holder['host']}" if holder else "another run")
-      raise LockedError(f"{model_dir} is being trained by {who} ({path}): wait for it to "
-                        "finish, or use another --model_dir. If that run is gone (e.g. its "
-                        f"machine died), delete {path}.") from None
+      if holder is None:
+        raise LockedError(problem) from None
+      raise LockedError(f"{model_dir} is being trained by pid {holder['pid']} on "
+                        f"{holder['host']} ({path}): wait for it to finish, or use another "
+                        "--model_dir. If that run is gone (e.g. its machine died), delete "
+                        f"{path}.") from None
     with os.fdopen(fd, "w") as f:
       json.dump(me, f)
     return path
@@ -84,8 +90,8 @@ def acquire(model_dir: str) -> Optional[str]:
 
 def release(path: str):
   """Removes the lock if it is still this process's."""
-  holder = _holder(path) if path else None
-  if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+  holder = _holder(path)[0] if path else None
+  if holder and holder["pid"] == os.getpid() and holder["host"] == socket.gethostname():
     os.remove(path)
 
 

@@ -59,8 +59,17 @@ class DivergenceGuard:
 def recoveries(model_dir: str) -> List[dict]:
   """The recoveries a run in `model_dir` made so far (`model_dir/recoveries.json`), oldest
   first: `{step, restored, reason}` each."""
-  stored = files.read_json(os.path.join(model_dir, RECOVERIES_FILE))
-  return stored["recoveries"] if stored else []
+  path = os.path.join(model_dir, RECOVERIES_FILE)
+  fix = ("it counts the run's recoveries from divergence; restore it from a copy, or delete "
+         "it to allow --recover_attempts afresh.")
+  stored = files.read_json(path, {"recoveries": list}, fix=fix)
+  if stored is None:
+    return []
+  for entry in stored["recoveries"]:
+    if not (isinstance(entry, dict) and isinstance(entry.get("step"), int)):
+      raise files.DamagedFileError(f"{path} lists {entry!r}, not a recovery "
+                                   f"{{step, restored, reason}}: {fix}")
+  return stored["recoveries"]
 
 
 class Recovery:

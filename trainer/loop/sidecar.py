@@ -17,8 +17,10 @@ POLL_SECONDS = 2.0
 
 def last_evaluated(model_dir: str) -> Optional[int]:
   """The step `model_dir/eval_results.json` was written for (None: no eval yet)."""
-  results = files.read_json(os.path.join(model_dir, periodic_eval.RESULTS_FILE))
-  return int(results["step"]) if results else None
+  results = files.read_json(
+      os.path.join(model_dir, periodic_eval.RESULTS_FILE), {"step": int},
+      fix="it records the last evaluated step; delete it to evaluate every checkpoint again.")
+  return results["step"] if results else None
 
 
 def newer_checkpoints(directory: str, after: Optional[int]) -> List[Tuple[int, str]]:

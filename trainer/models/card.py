@@ -12,7 +12,6 @@ models never disagree.
 
 import dataclasses
 import inspect
-import json
 import os
 from typing import Any, Dict, Mapping
 
@@ -94,15 +93,9 @@ class ModelCard:
       ValueError: config.json is not valid JSON or not a model card (naming it).
     """
     path = os.path.join(model_dir, CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
+    value = files.read_json(path, fix="restore it from a copy, or start a new model_dir.")
+    if value is None:
       raise FileNotFoundError(f"{path} is missing: is {model_dir} a trainer.main model_dir?")
-    with tf.io.gfile.GFile(path) as f:
-      text = f.read()
-    try:
-      value = json.loads(text)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"{path} is not valid JSON ({e}): restore it from a copy, or start "
-                       "a new model_dir.") from None
     return cls.from_json(value, source=path)
 
   @classmethod
