@@ -70,5 +70,18 @@ class BestTest(tf.test.TestCase):
       best.KeepBest(state, self.create_tempdir().full_path, "pesq")(1, dict(loss=1.0))
 
 
+class NonFiniteTest(tf.test.TestCase):
+
+  def test_a_non_finite_eval_is_never_the_best_and_blocks_nothing(self):
+    model_dir = self.create_tempdir().full_path
+    keep = best.KeepBest(tf.train.Checkpoint(v=tf.Variable(1.0)), model_dir, "si_sdr")
+    self.assertFalse(keep(10, dict(si_sdr=float("nan"))))
+    self.assertFalse(os.path.exists(os.path.join(model_dir, best.BEST_DIR, best.BEST_FILE)))
+    self.assertTrue(keep(20, dict(si_sdr=5.9)))
+    self.assertFalse(keep(30, dict(si_sdr=float("inf"))))
+    self.assertTrue(keep(40, dict(si_sdr=6.4)))
+    self.assertEqual(keep.best["step"], 40)
+
+
 if __name__ == "__main__":
   tf.test.main()
