@@ -194,8 +194,9 @@ def prepare_rooms(output_dir: str, *, split: str, input_dir: Optional[str] = Non
       writer.write(_room_response(audio.resample(response, rate, sample_rate, name=path),
                                   taps, path), example_id=name)
       meter.update(done)
-    for index, (response, room) in enumerate(rooms.simulated_set(
-        simulated_rooms, sample_rate=sample_rate, seconds=rir_seconds, seed=seed)):
+    simulated = rooms.simulated_set(simulated_rooms, sample_rate=sample_rate,
+                                    seconds=rir_seconds, seed=seed) if simulated_rooms else []
+    for index, (response, room) in enumerate(simulated):
       writer.write(response, example_id=f"simulated-{seed}-{index} t60={room.t60:.2f}s "
                    f"distance={room.distance:.2f}m room={'x'.join(f'{x:.1f}' for x in room.size)}m")
       meter.update(len(names) + index + 1)

@@ -253,6 +253,19 @@ class SourcesAndRoomsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "No rooms: pass --input_dir"):
       prepare.prepare_rooms(self.output_dir, split="none")
 
+  def test_the_command_builds_a_store_of_measured_rooms_alone(self):
+    rir_dir = os.path.join(self.root, "rirs")
+    measured = np.zeros(24000)
+    measured[50], measured[900] = 0.8, 0.3
+    write_audio(os.path.join(rir_dir, "office.wav"), measured, 48000, "wav16")
+    write_audio(os.path.join(rir_dir, "hall.flac"), np.roll(measured, 200), 48000, "flac")
+    result = helpers.run_module("input.prepare", "--kind=rir", f"--input_dir={rir_dir}",
+                                f"--output_dir={self.output_dir}", "--split=rooms",
+                                "--sample_rate=16000", "--rir_seconds=0.25", timeout=120)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    manifest = records.read_manifest(self.output_dir, "rooms", kind="rir")
+    self.assertEqual((manifest.num_examples, manifest.segment_samples), (2, 4000))
+
   def test_command_line_source_without_input_dir_is_one_clear_line(self):
     result = subprocess.run(
         [sys.executable, "-m", "input.prepare", "--kind=noise", f"--output_dir={self.root}"],
