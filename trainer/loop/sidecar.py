@@ -42,7 +42,7 @@ class Sidecar:
   (its final checkpoint is written by then), or after `timeout_seconds`
   without a new checkpoint. A checkpoint the trainer removed (its
   --keep_checkpoints) before the sidecar got to it is passed over with a
-  warning.
+  warning: one listed but gone, or a step of `checkpoint_every` never seen.
 
   Args:
     checkpoint: what to restore each checkpoint into (the model and, if kept,
@@ -50,6 +50,7 @@ class Sidecar:
     model_dir: the training run's model_dir.
     evaluate: the eval, as in training (`PeriodicEval`).
     train_steps: the run's last step.
+    checkpoint_every: the run's steps between checkpoints (to tell which it removed).
     training: whether a training run holds the model_dir (`lock.training`).
     timeout_seconds: how long to wait for a new checkpoint.
     keep_best: keeps the best checkpoint by an eval metric (`best.KeepBest`).
@@ -58,11 +59,12 @@ class Sidecar:
 
   def __init__(self, *, checkpoint: tf.train.Checkpoint, model_dir: str,
                evaluate: periodic_eval.PeriodicEval, train_steps: int,
-               training: Callable[[], bool], timeout_seconds: float,
+               checkpoint_every: int, training: Callable[[], bool], timeout_seconds: float,
                keep_best: Optional[best.KeepBest] = None,
                log: Callable[[str], None] = logging.info):
     self._checkpoint, self._model_dir, self._evaluate = checkpoint, model_dir, evaluate
     self._train_steps, self._training, self._timeout = train_steps, training, timeout_seconds
+    self._every = checkpoint_every
     self._keep_best, self._log = keep_best, log
     self.evaluated: List[int] = []
 
@@ -78,6 +80,17 @@ class Sidecar:
       self._keep_best(step, results)
     self.evaluated.append(step)
 
+  def _warn_if_removed(self, last: int, step: int):
+    """Warns of the checkpoints the run wrote between steps `last` and `step` (every
+    `checkpoint_every` steps) that were gone before the sidecar saw them."""
+    removed = list(range((last // self._every + 1) * self._every, step, self._every))
+    if removed:
+      logging.warning(
+          "The checkpoints of step%s %s were removed by the trainer (--keep_checkpoints) "
+          "before this sidecar could evaluate them: keep more checkpoints, or checkpoint less "
+          "often than the sidecar evaluates.", "s" if len(removed) > 1 else "",
+          f"{removed[0]}-{removed[-1]}" if len(removed) > 1 else removed[0])
+
   def run(self) -> str:
     """Evaluates checkpoints until the run ends or none comes in time; returns how it ended."""
     directory = os.path.join(self._model_dir, checkpoints.CHECKPOINT_DIR)
@@ -87,6 +100,7 @@ class Sidecar:
     deadline, saw_trainer = time.monotonic() + self._timeout, False
     while True:
       for step, path in newer_checkpoints(directory, last):
+        self._warn_if_removed(last or 0, step)
         self._evaluate_one(step, path)
         last, deadline = step, time.monotonic() + self._timeout
         if step >= self._train_steps:

@@ -168,7 +168,8 @@ def sidecar(job: Job) -> sidecar_lib.Sidecar:
                                "trainer (give it to the trainer's own evals).")
   return sidecar_lib.Sidecar(
       checkpoint=job.checkpoint, model_dir=run.model_dir, evaluate=_periodic_eval(job),
-      train_steps=run.train_steps, training=lambda: lock.training(run.model_dir),
+      train_steps=run.train_steps, checkpoint_every=run.checkpoint_every,
+      training=lambda: lock.training(run.model_dir),
       timeout_seconds=run.eval_timeout, keep_best=_keep_best(job))
 
 

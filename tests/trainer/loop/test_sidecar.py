@@ -42,7 +42,7 @@ class SidecarTest(tf.test.TestCase):
     evaluate = RecordingEval(self.weight)
     return evaluate, sidecar.Sidecar(
         checkpoint=tf.train.Checkpoint(weight=self.weight), model_dir=self.model_dir,
-        evaluate=evaluate, train_steps=train_steps, training=training,
+        evaluate=evaluate, train_steps=train_steps, checkpoint_every=10, training=training,
         timeout_seconds=timeout, log=lambda _: None)
 
   def test_every_checkpoint_is_evaluated_once_oldest_first_on_its_own_weights(self):
@@ -87,6 +87,33 @@ class SidecarTest(tf.test.TestCase):
       car.run()
     self.assertEqual([step for step, _ in evaluate.seen], [20, 30])
     self.assertIn("ckpt-10 is gone or unreadable", "\n".join(logs.output))
+
+  def test_checkpoints_removed_before_the_sidecar_saw_them_are_named(self):
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, os.path.join(self.model_dir, checkpoints.CHECKPOINT_DIR),
+        max_to_keep=1)  # --keep_checkpoints=1: each save removes the one before
+    self.save(10)
+    evaluate, car = self.sidecar(train_steps=65)
+
+    def training():  # the trainer runs on while the sidecar evaluates ckpt-10
+      if self.manager.latest_checkpoint.endswith("-10"):
+        self.save(20, 30, 40, 50, 60, 65)
+      return True
+
+    car._training = training  # pylint: disable=protected-access
+    with self.assertLogs(level="WARNING") as logs:
+      self.assertEqual(car.run(), "evaluated 2 checkpoint(s); the run reached its last step")
+    self.assertEqual([step for step, _ in evaluate.seen], [10, 65])
+    self.assertIn("The checkpoints of steps 20-60 were removed by the trainer "
+                  "(--keep_checkpoints) before this sidecar could evaluate them",
+                  "\n".join(logs.output))
+
+  def test_no_warning_when_every_checkpoint_was_evaluated(self):
+    self.save(10, 20, 25)
+    evaluate, car = self.sidecar(train_steps=25)
+    with self.assertNoLogs(level="WARNING"):
+      car.run()
+    self.assertEqual([step for step, _ in evaluate.seen], [10, 20, 25])
 
 
 if __name__ == "__main__":
