@@ -24,6 +24,7 @@ from trainer.loop import recovery
 from trainer.program import build
 from trainer.program import diagnose
 from trainer.program import flagfiles
+from trainer.program.config import combinations
 from trainer.program.config import data as data_config
 from trainer.program.config import model as model_config
 from trainer.program.config import optimization as optimization_config
@@ -40,6 +41,7 @@ class Configs:
     self.data = data_config.from_flags()
     self.model = model_config.from_flags()
     self.optimization = optimization_config.from_flags()
+    combinations.check(self)
 
 
 def run(configs: Configs) -> str:
@@ -49,7 +51,8 @@ def run(configs: Configs) -> str:
   if mode == "diagnose":
     return run_diagnosis(job)
   if mode in ("eval", "continuous_eval") and job.evaluator is None:
-    raise ValueError(f"--mode={mode} needs an eval split (--eval_split).")
+    raise ValueError(f"--mode={mode} needs the eval split --eval_split="
+                     f"{configs.data.eval_split}, which {configs.data.data_dir} lacks.")
   if mode == "continuous_eval":
     return build.sidecar(job).run()
   train = mode == "train"

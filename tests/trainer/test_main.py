@@ -295,6 +295,26 @@ class ErrorTest(tf.test.TestCase):
     self.assertLess(time.monotonic() - start, 90)
     self.assertEqual(os.listdir(root), [])
 
+  def test_flag_combinations_are_refused_before_anything_is_written(self):
+    root = tempfile.mkdtemp()
+    cases = (
+        (["--keep_best=sisdr"], r"flag --keep_best=sisdr: value should be one of "
+         r"<\|si_sdr\|si_sdr_improvement\|pesq\|stoi\|loss>"),
+        (["--keep_best=pesq", "--eval_perceptual_examples=0"], r"trainer.main: --keep_best="
+         "pesq is scored only on --eval_perceptual_examples, which is 0.\n"),
+        (["--early_stop_patience=2"], "trainer.main: --early_stop_patience=2 needs "
+         "--keep_best=METRIC"),
+        (["--keep_best=si_sdr", "--eval_split="], "trainer.main: --keep_best=si_sdr needs an "
+         "eval split"))
+    for flags, error in cases:
+      start = time.monotonic()
+      result = run_main(f"--model_dir={root}/run", *flags)
+      self.assertNotEqual(result.returncode, 0, flags)
+      self.assertRegex(result.stderr, error)
+      self.assertNotIn("Traceback", result.stderr)
+      self.assertLess(time.monotonic() - start, 60)
+      self.assertEqual(os.listdir(root), [], flags)  # no corpus, no model_dir
+
   def test_a_model_dir_that_is_a_file_is_refused(self):
     path = os.path.join(tempfile.mkdtemp(), "notes.txt")
     with open(path, "w") as f:

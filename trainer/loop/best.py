@@ -12,7 +12,9 @@ from common import files
 
 BEST_DIR = "best"
 BEST_FILE = "best.json"
-LOWER_IS_BETTER = ("loss",)  # every other eval metric (si_sdr, pesq, stoi, ...) is higher
+METRICS = ("si_sdr", "si_sdr_improvement", "pesq", "stoi", "loss")  # what can be kept best
+PERCEPTUAL = ("pesq", "stoi")  # scored only with --eval_perceptual_examples and the packages
+LOWER_IS_BETTER = ("loss",)  # every other metric is higher
 
 
 class KeepBest:

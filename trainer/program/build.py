@@ -135,9 +135,6 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
     raise ValueError(f"--mode={run.mode} needs a trained model, but {run.model_dir} holds no "
                      "checkpoint: train first (--mode=train), or pass the --model_dir of a "
                      "trained run.")
-  if run.early_stop_patience and not run.keep_best:
-    raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
-                               "needs --keep_best=METRIC, the metric it watches.")
   iterator, recover = None, None
   if train:
     start_input = _training_input(job)
@@ -162,10 +159,6 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
 def sidecar(job: Job) -> sidecar_lib.Sidecar:
   """The sidecar evaluator of the run in --model_dir (--mode=continuous_eval)."""
   run = job.configs.run
-  if run.early_stop_patience:
-    raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
-                               "acts in training: a sidecar evaluator cannot stop the "
-                               "trainer (give it to the trainer's own evals).")
   return sidecar_lib.Sidecar(
       checkpoint=job.checkpoint, model_dir=run.model_dir, evaluate=_periodic_eval(job),
       train_steps=run.train_steps, checkpoint_every=run.checkpoint_every,
@@ -186,9 +179,9 @@ def _periodic_eval(job: Job) -> Optional[periodic_eval.PeriodicEval]:
 
 def _keep_best(job: Job) -> Optional[best.KeepBest]:
   metric = job.configs.run.keep_best
-  if metric and job.evaluator is None:
-    raise checks.ArgumentError("keep_best", metric, "needs an eval split (--eval_split) to "
-                               "score checkpoints on.")
+  if metric and job.evaluator is None:  # --eval_split names a split the data lacks
+    raise ValueError(f"--keep_best={metric} needs the eval split --eval_split="
+                     f"{job.configs.data.eval_split}, which {job.configs.data.data_dir} lacks.")
   return best.KeepBest(job.checkpoint, job.out_dir, metric) if metric else None
 
 

@@ -3,6 +3,7 @@
 import dataclasses
 import glob
 import os
+from unittest import mock
 
 from absl import flags
 from absl.testing import flagsaver
@@ -15,6 +16,7 @@ from input import pipeline
 from input import records
 from tests import helpers
 from trainer import main  # defines every flag of the program
+from trainer.evaluation import perceptual
 from trainer.program import build
 from trainer.program import strategy
 from trainer.program.config import data as data_config
@@ -170,15 +172,27 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     self.assertIsNone(build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
                                         "--eval_split=")).train_step.ema)
 
-  def test_a_sidecar_evaluator_refuses_early_stopping(self):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
-    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
-                            "--eval_split=", "--mode=continuous_eval", "--keep_best=si_sdr",
-                            "--early_stop_patience=2"))
-    with self.assertRaisesRegex(checks.ArgumentError, "early_stop_patience=2 acts in "
-                                "training: a sidecar evaluator cannot stop the trainer"):
-      build.sidecar(job)
+  @parameterized.parameters(
+      (["--mode=continuous_eval", "--keep_best=si_sdr", "--early_stop_patience=2"],
+       "--early_stop_patience=2 acts in training: a sidecar evaluator cannot stop the trainer"),
+      (["--early_stop_patience=2"], "--early_stop_patience=2 needs --keep_best=METRIC"),
+      (["--keep_best=si_sdr", "--eval_split="], "--keep_best=si_sdr needs an eval split"),
+      (["--mode=eval", "--eval_split="], "--mode=eval needs an eval split"),
+      (["--keep_best=pesq", "--eval_perceptual_examples=0"],
+       "--keep_best=pesq is scored only on --eval_perceptual_examples, which is 0"))
+  def test_flag_combinations_are_refused_when_the_flags_are_read(self, argv, error):
+    with self.assertRaises(checks.ArgumentError) as refused:
+      parse("--flagfile=flags/cpu.flags", *argv)
+    self.assertRegex(refused.exception.flag(), "^" + error)
+
+  def test_keep_best_on_pesq_needs_the_metrics_packages(self):
+    with mock.patch.object(perceptual, "missing", return_value="pesq not installed: pip ..."):
+      with self.assertRaisesRegex(checks.ArgumentError, "keep_best=stoi needs PESQ and STOI: "
+                                  "pesq not installed"):
+        parse("--flagfile=flags/cpu.flags", "--keep_best=stoi")
+    self.addCleanup(FLAGS.mark_as_parsed)  # a refused parse leaves the flags unparsed
+    with self.assertRaisesRegex(flags.IllegalFlagValueError, "keep_best"):
+      parse("--keep_best=sisdr")
 
   def test_a_mixing_run_reads_both_stores_and_mixes_with_the_rooms_in_the_step(self):
     data_dir = self.create_tempdir().full_path

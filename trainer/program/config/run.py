@@ -4,6 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from common import checks
+from trainer.loop import best
 from trainer.program import config as config_lib
 
 flag = config_lib.flag
@@ -78,13 +79,13 @@ class RunConfig:
   keep_best: str = flag("", "Keep the checkpoint with the best value of this eval metric "
                         "(si_sdr, si_sdr_improvement, pesq, stoi: higher is better; loss: "
                         "lower) in model_dir/best/, never removed by --keep_checkpoints "
-                        "('': off).")
+                        "('': off).", choices=["", *best.METRICS])
   early_stop_patience: int = flag(0, "With --keep_best: stop after this many evals in a row "
                                   "without a new best (0: never).")
   seed: int = flag(0, "Seed of model init, input order and augmentation draws.")
   jit_compile: str = flag("auto", "XLA-compile each replica's step. auto: on for GPUs, off "
-                          "on CPUs (measured here: the default model's step runs 2x slower "
-                          "under XLA on a 2-core CPU).", choices=["auto", "on", "off"])
+                          "on CPUs (where it is slower: BENCHMARKS.md).",
+                          choices=["auto", "on", "off"])
   profile_steps: Optional[Tuple[int, int]] = flag(
       None, "START,END: write a TensorBoard profile (with step markers) of the steps from "
       "global step START to END, into model_dir/train.", parse=parse_profile_steps)

@@ -1,0 +1,35 @@
+"""The rules between flags of different concerns, checked together before the program does any work."""
+
+from common import checks
+from trainer.evaluation import perceptual
+from trainer.loop import best
+
+
+def check(configs):
+  """Raises ArgumentError naming the flag of the first combination that cannot run.
+
+  Args:
+    configs: a trainer.main.Configs (run, data, model and optimization configs).
+  """
+  run, data = configs.run, configs.data
+  if run.mode in ("eval", "continuous_eval") and not data.eval_split:
+    raise checks.ArgumentError("mode", run.mode, "needs an eval split (--eval_split).")
+  if run.early_stop_patience:
+    if not run.keep_best:
+      raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
+                                 "needs --keep_best=METRIC, the metric it watches.")
+    if run.mode == "continuous_eval":
+      raise checks.ArgumentError("early_stop_patience", run.early_stop_patience,
+                                 "acts in training: a sidecar evaluator cannot stop the "
+                                 "trainer (give it to the trainer's own evals).")
+  if run.keep_best:
+    if not data.eval_split:
+      raise checks.ArgumentError("keep_best", run.keep_best, "needs an eval split "
+                                 "(--eval_split) to score checkpoints on.")
+    if run.keep_best in best.PERCEPTUAL:
+      if not run.eval_perceptual_examples:
+        raise checks.ArgumentError("keep_best", run.keep_best, "is scored only on "
+                                   "--eval_perceptual_examples, which is 0.")
+      if perceptual.missing():
+        raise checks.ArgumentError("keep_best", run.keep_best,
+                                   f"needs PESQ and STOI: {perceptual.missing()}")
