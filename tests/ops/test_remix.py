@@ -87,8 +87,10 @@ class RemixTest(tf.test.TestCase):
   def test_bad_arguments(self):
     with self.assertRaisesRegex(ValueError, r"proba=1.5 must be in \[0, 1\]"):
       remix.Remix(proba=1.5)
-    with self.assertRaisesRegex(ValueError, r"snr_db=\(10, 0\) must be \(lo, hi\) with lo <= hi"):
-      remix.Remix(snr_db=(10.0, 0.0))
+    for snr_db in ((10.0, 0.0), (0.0, float("inf")), (float("nan"), 5.0)):
+      with self.assertRaisesRegex(ValueError, r"snr_db=\(.+\) must be \(lo, hi\), finite numbers "
+                                  "with lo <= hi"):
+        remix.Remix(snr_db=snr_db)
 
 
 if __name__ == "__main__":
