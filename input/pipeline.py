@@ -317,7 +317,8 @@ def _crop_samples(manifest: records.Manifest, crop_seconds: Optional[float]) -> 
   if not 0 < crop <= manifest.segment_samples:
     raise checks.ArgumentError(
         "crop_seconds", crop_seconds,
-        f"is {crop} samples, but the segments in {manifest.data_dir} hold "
+        f"is {crop} samples, but the segments of the {manifest.kind} split "
+        f"{manifest.split!r} in {manifest.data_dir} hold "
         f"{manifest.segment_samples} ({manifest.segment_samples / manifest.sample_rate:g} s); "
         "pass a crop in (0, segment length] or re-prepare with longer segments.")
   return crop

@@ -76,6 +76,8 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
   """
   if not 0 <= overlap < chunk:
     raise ValueError(f"Need 0 <= overlap ({overlap}) < chunk ({chunk}) samples.")
+  if not len(signal):  # e.g. one 48 kHz sample resampled to 16 kHz
+    return np.zeros(0, np.float32)
   chunk = min(chunk, len(signal))
   starts = chunk_starts(len(signal), chunk, chunk - overlap)
 

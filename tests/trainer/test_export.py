@@ -79,6 +79,15 @@ class ExportTest(tf.test.TestCase):
     self.assertEqual(sorted(os.listdir(self.out_dir)),
                      ["enhanced.wav", "exported", "noisy.wav"])  # no temporaries left
 
+  def test_a_file_too_short_for_one_sample_at_the_model_rate_keeps_its_length(self):
+    for samples, rate in ((1, 48000), (1, 44100), (2, 96000), (5, 48000)):
+      path = os.path.join(self.out_dir, f"short_{samples}_{rate}.wav")
+      tf.io.write_file(path, tf.audio.encode_wav(np.full([samples, 1], 0.1, np.float32), rate))
+      written = denoise.denoise_file(self.saved, path, path + ".out.wav")
+      enhanced, enhanced_rate = audio.load(path + ".out.wav")
+      self.assertEqual((written, len(enhanced), enhanced_rate), (samples, samples, rate))
+      self.assertTrue(np.all(np.isfinite(enhanced)))
+
   def test_denoise_loses_no_file(self):
     input_path = os.path.join(self.out_dir, "noisy.wav")
     tf.io.write_file(input_path, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))

@@ -115,7 +115,8 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       (["--steps_per_loop=0"], "--steps_per_loop=0 must be >= 1"),
       (["--log_every=0"], "--log_every=0 must be >= 1"),
       (["--keep_checkpoints=0"], "--keep_checkpoints=0 must be >= 1"),
-      (["--crop_seconds=2"], "--crop_seconds=2.0 is 16000 samples, but the segments in"),
+      (["--crop_seconds=2"], "--crop_seconds=2.0 is 16000 samples, but the segments of the "
+       "pairs split 'train' in"),
       (["--profile_steps=10"], r"--profile_steps='10' must be START,END"),
       (["--profile_steps=10,5"], r"--profile_steps='10,5' needs 0 <= START < END"),
       (["--data_service=localhost:5050"], "--data_service=localhost:5050 must look like "
@@ -153,6 +154,19 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
       build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
                         "--eval_split=", *argv))
     self.assertRegex(refused.exception.flag(), "^" + error)
+
+  def test_a_store_shorter_than_the_crop_is_named(self):
+    data_dir = self.create_tempdir().full_path
+    helpers.indexed_store(data_dir, "clean", num_examples=2, num_shards=1,
+                          segment_samples=16000, split="speech")
+    helpers.indexed_store(data_dir, "noise", num_examples=2, num_shards=1,
+                          segment_samples=4000, split="noise")
+    with self.assertRaises(checks.ArgumentError) as refused:
+      build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}", "--eval_split=",
+                        "--clean_split=speech", "--noise_split=noise", "--crop_seconds=1",
+                        "--remix_proba=0", "--reverb=off"))
+    self.assertRegex(refused.exception.flag(), "^--crop_seconds=1.0 is 8000 samples, but the "
+                     f"segments of the noise split 'noise' in {data_dir} hold 4000 \\(0.5 s\\)")
 
   def test_accumulation_reaches_the_step_the_loop_and_the_input(self):
     data_dir = self.create_tempdir().full_path
