@@ -88,6 +88,12 @@ class TrainEndToEndTest(tf.test.TestCase):
 
   def test_resume_continues_at_the_saved_step_and_matches(self):
     self.assertIn("Restored", self.second_half.stderr)
+    self.assertIn("Resuming at step 10 with flags changed since the run last started: "
+                  "--train_steps 10 -> 20.", self.second_half.stderr)
+    with open(os.path.join(self.root, "resumed", "run_config.json")) as f:
+      recorded = json.load(f)
+    self.assertEqual(recorded["changes"], [dict(step=10, changed=dict(train_steps=[10, 20]))])
+    self.assertEqual(recorded["flags"]["hidden"], 8)
     self.assertIn("skipping 20 consumed batches", self.second_half.stderr)  # 10 steps x 2
     straight = model_weights(os.path.join(self.root, "straight"))
     resumed = model_weights(os.path.join(self.root, "resumed"))
@@ -95,6 +101,22 @@ class TrainEndToEndTest(tf.test.TestCase):
     self.assertEqual(straight.keys(), resumed.keys())
     for name in straight:
       self.assertAllClose(straight[name], resumed[name], rtol=1e-5, atol=1e-6, msg=name)
+
+  def test_a_resume_that_changes_the_model_or_the_batch_is_refused_naming_the_flag(self):
+    model_dir = os.path.join(tempfile.mkdtemp(), "run")
+    shutil.copytree(os.path.join(self.root, "straight"), model_dir)
+    common = [*TINY, f"--synthetic_dir={self.root}/synthetic", f"--model_dir={model_dir}"]
+    for flags, error in (
+        (["--hidden=16"], "holds a model trained with --hidden=8, but the flags say "
+         "--hidden=16"),
+        (["--global_batch_size=16"], "was trained with --global_batch_size=8, but the flags "
+         "say --global_batch_size=16")):
+      result = run_main(*common, *flags)
+      self.assertNotEqual(result.returncode, 0, flags)
+      self.assertRegex(result.stderr.strip().splitlines()[-1],
+                       f"^trainer.main: {model_dir} {error}")
+    with open(os.path.join(model_dir, "run_config.json")) as f:
+      self.assertEqual(json.load(f)["changes"], [])  # nothing refused was recorded
 
   def test_evaluating_a_read_only_run_is_one_line_and_changes_nothing(self):
     model_dir = os.path.join(tempfile.mkdtemp(), "run")

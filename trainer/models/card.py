@@ -106,12 +106,22 @@ class ModelCard:
     return cls.read(model_dir)
 
   def check(self, model_dir: str):
-    """Raises ValueError if `model_dir` holds a card of another model."""
+    """Raises ValueError if `model_dir` holds a card of another model, naming what differs."""
     stored = self.stored(model_dir)
-    if stored is not None and stored != self:
-      raise ValueError(f"{model_dir} holds a model trained with {stored.to_json()}, but the "
-                       f"flags describe {self.to_json()}. Use the same model flags, or a new "
-                       "--model_dir.")
+    if stored is None or stored == self:
+      return
+    old, new = stored.flat(), self.flat()
+    differs = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+    raise ValueError(
+        f"{model_dir} holds a model trained with "
+        f"{', '.join(f'--{n}={old.get(n)}' for n in differs)}, but the flags say "
+        f"{', '.join(f'--{n}={new.get(n)}' for n in differs)}. Use the run's model flags, or "
+        "a new --model_dir.")
+
+  def flat(self) -> dict:
+    """The card as flag values: architecture, each model argument, sample_rate and seed."""
+    return dict(architecture=self.architecture, **self.arguments,
+                sample_rate=self.sample_rate, seed=self.seed)
 
   def write(self, model_dir: str, *, replace: bool = False):
     """Records the card in `model_dir` unless it holds one already (or, with `replace`,

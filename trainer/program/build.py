@@ -33,6 +33,7 @@ from trainer.loop import periodic_eval
 from trainer.loop import recovery
 from trainer.loop import sidecar as sidecar_lib
 from trainer.models import card as card_lib
+from trainer.program import run_record
 from trainer.program import strategy as strategy_lib
 
 # (train: the pairs or the clean speech, noise to mix or None, eval or None)
@@ -79,6 +80,7 @@ def build(configs) -> Job:
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
   if tf.train.get_checkpoint_state(os.path.join(out_dir, checkpoints.CHECKPOINT_DIR)):
     card.check(out_dir)  # a card without checkpoints (a failed first chunk) binds nothing
+    run_record.check(out_dir, configs)
   segment_seconds = (real[0].segment_samples / sample_rate if real else
                      data.synthetic_seconds)
   crop_seconds = data.crop_seconds or segment_seconds
@@ -145,7 +147,10 @@ def controller(job: Job, *, train: bool = True) -> controller_lib.Controller:
         restart_input=start_input, write=job.out_dir == run.model_dir)
     job.train_step.reseed(len(recover.history))  # a resumed run keeps its fresh draws
     iterator = start_input(int(job.train_step.global_step.numpy()))
-    job.card.write(job.out_dir, replace=manager.latest_checkpoint is None)  # the run starts
+    first = manager.latest_checkpoint is None  # the run starts
+    job.card.write(job.out_dir, replace=first)
+    run_record.record(job.out_dir, job.configs, step=int(job.train_step.global_step.numpy()),
+                      replace=first)
   return controller_lib.Controller(
       job.train_step, iterator, manager, job.loop, evaluate=_periodic_eval(job),
       summary_dir=os.path.join(job.out_dir, "train"),

@@ -41,8 +41,9 @@ class ModelCardTest(tf.test.TestCase):
     self.assertEqual(card_lib.ModelCard.read(model_dir), card)
     card.check(model_dir)
     other = card_lib.ModelCard.create("unet", sample_rate=16000, depth=3, seed=1)
-    with self.assertRaisesRegex(ValueError, "holds a model trained with .* Use the same model "
-                                "flags, or a new --model_dir"):
+    with self.assertRaisesRegex(ValueError, "holds a model trained with --depth=2, but the "
+                                "flags say --depth=3. Use the run's model flags, or a new "
+                                "--model_dir"):
       other.check(model_dir)
     other.write(model_dir)  # never replaces the card a run was trained with
     self.assertEqual(card_lib.ModelCard.read(model_dir), card)
