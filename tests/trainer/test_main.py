@@ -117,6 +117,8 @@ class TrainEndToEndTest(tf.test.TestCase):
                        f"^trainer.main: {model_dir} {error}")
     with open(os.path.join(model_dir, "run_config.json")) as f:
       self.assertEqual(json.load(f)["changes"], [])  # nothing refused was recorded
+    evaluated = run_main(*common, "--global_batch_size=4", "--mode=eval")
+    self.assertEqual(evaluated.returncode, 0, evaluated.stderr[-2000:])
 
   def test_evaluating_a_read_only_run_is_one_line_and_changes_nothing(self):
     model_dir = os.path.join(tempfile.mkdtemp(), "run")

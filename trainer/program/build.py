@@ -80,7 +80,8 @@ def build(configs) -> Job:
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
   if tf.train.get_checkpoint_state(os.path.join(out_dir, checkpoints.CHECKPOINT_DIR)):
     card.check(out_dir)  # a card without checkpoints (a failed first chunk) binds nothing
-    run_record.check(out_dir, configs)
+    if run.mode == "train":  # evaluating with another batch is fine
+      run_record.check(out_dir, configs)
   segment_seconds = (real[0].segment_samples / sample_rate if real else
                      data.synthetic_seconds)
   crop_seconds = data.crop_seconds or segment_seconds
