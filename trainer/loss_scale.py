@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from common import checks
+
 _LOCAL = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_WRITE,
               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
@@ -18,10 +20,11 @@ class LossScale(tf.Module):
                growth_interval: int = 2000, multiplier: float = 2.0,
                minimum: float = 1.0, name: str = "loss_scale"):
     super().__init__(name=name)
-    if initial < minimum or minimum <= 0 or multiplier <= 1 or growth_interval < 1:
-      raise ValueError("Loss scale needs initial >= minimum > 0, multiplier > 1 and "
-                       f"growth_interval >= 1; got initial={initial}, minimum={minimum}, "
-                       f"multiplier={multiplier}, growth_interval={growth_interval}.")
+    checks.positive("minimum", minimum)
+    checks.at_least("initial", initial, minimum)
+    checks.at_least("growth_interval", growth_interval, 1)
+    if not multiplier > 1:
+      raise checks.ArgumentError("multiplier", multiplier, "must be > 1.")
     self.dynamic = dynamic
     self.growth_interval = growth_interval
     self.multiplier = multiplier

@@ -50,8 +50,12 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
   def test_bad_configuration(self):
     with self.assertRaisesRegex(ValueError, "Unknown loss scale 'big'"):
       loss_scale_lib.for_precision("big", "float32")
-    with self.assertRaisesRegex(ValueError, "multiplier > 1"):
+    with self.assertRaisesRegex(ValueError, "^multiplier=1.0 must be > 1"):
       loss_scale_lib.LossScale(multiplier=1.0)
+    with self.assertRaisesRegex(ValueError, "^growth_interval=0 must be >= 1"):
+      loss_scale_lib.LossScale(growth_interval=0)
+    with self.assertRaisesRegex(ValueError, "^initial=0.5 must be >= 1.0"):
+      loss_scale_lib.LossScale(initial=0.5)
 
 
 if __name__ == "__main__":

@@ -347,9 +347,11 @@ def build_train_step(configs, strategy, card: card_lib.ModelCard,
     model = card.build()
     optimizer = optim.AdamW(_schedule(configs), beta_1=opt.beta_1, beta_2=opt.beta_2,
                             weight_decay=opt.weight_decay)
-    loss_scale = loss_scale_lib.for_precision(
-        opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
-        growth_interval=opt.loss_scale_growth_interval)
+    with checks.renamed(initial="initial_loss_scale",
+                        growth_interval="loss_scale_growth_interval"):
+      loss_scale = loss_scale_lib.for_precision(
+          opt.loss_scale, opt.precision, initial=opt.initial_loss_scale,
+          growth_interval=opt.loss_scale_growth_interval)
     ema = (optim.ExponentialMovingAverage(opt.ema_decay, warmup=opt.ema_warmup)
            if opt.ema_decay else None)
   mix, on_device, host_reverb = _augmentations(configs.data, card.sample_rate, rirs)
