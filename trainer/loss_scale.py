@@ -3,10 +3,7 @@
 import tensorflow as tf
 
 from common import checks
-
-_LOCAL = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_WRITE,
-              aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-
+from trainer import replicated
 
 class LossScale(tf.Module):
   """A checkpointable loss scale; create it under the strategy's scope.
@@ -30,9 +27,9 @@ class LossScale(tf.Module):
     self.multiplier = multiplier
     self.minimum = minimum
     with self.name_scope:
-      self.scale = tf.Variable(float(initial), dtype=tf.float32, name="scale", **_LOCAL)
-      self.good_steps = tf.Variable(0, dtype=tf.int64, name="good_steps", **_LOCAL)
-      self.skipped_steps = tf.Variable(0, dtype=tf.int64, name="skipped_steps", **_LOCAL)
+      self.scale = replicated.shared_variable(float(initial), tf.float32, "scale")
+      self.good_steps = replicated.counter("good_steps")
+      self.skipped_steps = replicated.counter("skipped_steps")
 
   @classmethod
   def fixed(cls, value: float) -> "LossScale":

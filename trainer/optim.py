@@ -8,6 +8,7 @@ from typing import Callable, Protocol, Sequence, Union
 import tensorflow as tf
 
 from common import checks
+from trainer import replicated
 
 Schedule = Callable[[tf.Tensor], tf.Tensor]
 
@@ -100,9 +101,7 @@ class AdamW(tf.Module):
     self._built_for = None  # the variables the slots belong to
     self.m, self.v, self.decays = [], [], []
     with self.name_scope:
-      self.iterations = tf.Variable(
-          0, dtype=tf.int64, trainable=False, name="iterations",
-          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.iterations = replicated.counter("iterations")
 
   @property
   def built(self) -> bool:
@@ -142,8 +141,7 @@ class AdamW(tf.Module):
     for variable, grad, m, v, decay in zip(variables, grads, self.m, self.v, self.decays):
       strategy.extended.update(variable, functools.partial(update, decay=decay),
                                args=(grad, m, v, finite, learning_rate), group=False)
-    decided = strategy.experimental_local_results(finite)[0]
-    self.iterations.assign_add(tf.cast(decided, tf.int64))
+    self.iterations.assign_add(tf.cast(replicated.agreed(strategy, finite), tf.int64))
 
   def _update(self, variable, grad, m, v, step, learning_rate, decay: bool):
     """Updates one variable and its slots in place, on the calling device."""
@@ -178,8 +176,7 @@ class ExponentialMovingAverage(tf.Module):
     self.decay, self.warmup = float(decay), warmup
     self.average = []
     with self.name_scope:
-      self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates",
-                                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.updates = replicated.counter("updates")
 
   def build(self, variables: Sequence[tf.Variable]):
     """Creates one average per variable, equal to it now (under the strategy scope)."""
@@ -208,8 +205,7 @@ class ExponentialMovingAverage(tf.Module):
 
     for average, variable in zip(self.average, variables):
       strategy.extended.update(average, update, args=(variable, finite, decay), group=False)
-    decided = strategy.experimental_local_results(finite)[0]
-    self.updates.assign_add(tf.cast(decided, tf.int64))
+    self.updates.assign_add(tf.cast(replicated.agreed(strategy, finite), tf.int64))
 
   def copy_to(self, variables: Sequence[tf.Variable]):
     """Sets `variables` to the averages (e.g. for export)."""

@@ -25,6 +25,7 @@ from common import checks
 from ops import stateless
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
+from trainer import replicated
 
 PRECISIONS = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
               "mixed_float16": tf.float16}
@@ -158,9 +159,9 @@ class TrainStep:
       if ema is not None:
         ema.build(self._variables)
       self.global_step = _check_global_step(global_step) if global_step is not None else (
-          _counter("global_step"))
-      self._streak = _counter("nonfinite_streak")
-      self.reseeds = _counter("reseeds")
+          replicated.counter("global_step"))
+      self._streak = replicated.counter("nonfinite_streak")
+      self.reseeds = replicated.counter("reseeds")
     self._check_in_scope()
     self._loss_fn, self._augment, self._mix, self._seed = loss_fn, augment, mix, seed
     self._compute = tf.function(self._accumulate, jit_compile=jit_compile)
@@ -362,15 +363,8 @@ class TrainStep:
                          learning_rate=learning_rate)
     if self.ema is not None:  # after the update: it averages the new weights
       self.ema.apply(strategy, self._variables, finite=finite)
-    decided = strategy.experimental_local_results(finite)[0]
-    self.loss_scale.update(decided)
+    self.loss_scale.update(replicated.agreed(strategy, finite))
     self.global_step.assign_add(1)
-
-
-def _counter(name: str) -> tf.Variable:
-  """A scalar int64 step counter (one value for every replica); make it under the scope."""
-  return tf.Variable(0, dtype=tf.int64, trainable=False, name=name,
-                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
 def _check_global_step(variable: tf.Variable) -> tf.Variable:
@@ -392,4 +386,8 @@ def make_train_step(model, loss_fn: LossFn, optimizer: optim.Optimizer,
                     mix: Optional[Mixer] = None) -> TrainStep:
   """Builds the training step (the arguments are `TrainStep`'s); call it with a
   (distributed) iterator."""
-  return TrainStep(**locals())
+  return TrainStep(model=model, loss_fn=loss_fn, optimizer=optimizer, strategy=strategy,
+                   global_batch_size=global_batch_size, loss_scale=loss_scale,
+                   precision=precision, augment=augment, clip_norm=clip_norm,
+                   steps_per_loop=steps_per_loop, jit_compile=jit_compile, seed=seed,
+                   global_step=global_step, accumulate_steps=accumulate_steps, ema=ema, mix=mix)
