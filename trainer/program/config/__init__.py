@@ -14,6 +14,8 @@ from typing import Callable, Optional, Sequence
 
 from absl import flags
 
+from common import checks
+
 
 def flag(default, help_text: str, *, choices: Optional[Sequence[str]] = None,
          parse: Optional[Callable[[Optional[str]], object]] = None) -> dataclasses.Field:
@@ -21,6 +23,22 @@ def flag(default, help_text: str, *, choices: Optional[Sequence[str]] = None,
   field's value by `parse`, else a flag of the field's type (bool, int, float, str)."""
   return dataclasses.field(default=default,
                            metadata=dict(help=help_text, choices=choices, parse=parse))
+
+
+def parse_pair(name: str, cast: Callable[[str], object], form: str, default=None) -> Callable:
+  """A parser of a flag's "A,B" text into `(cast(A), cast(B))` (`default` when the flag is
+  unset); `form` names the parts for the error, e.g. "LO,HI (two numbers, e.g. -5,20)"."""
+
+  def parse(text: Optional[str]):
+    if not text:
+      return default
+    try:
+      first, second = (cast(part) for part in text.split(","))
+    except ValueError:
+      raise checks.ArgumentError(name, repr(text), f"must be {form}.") from None
+    return first, second
+
+  return parse
 
 
 def _flag_type(annotation):

@@ -13,18 +13,8 @@ SPEECH_LEVEL_DB = (-35.0, -15.0)  # the DNS Challenge synthesizer's range
 
 def parse_range(name: str, default: Tuple[float, float]) -> Callable:
   """A parser of "LO,HI" into `(lo, hi)` floats (`default` when the flag is unset)."""
-
-  def parse(text: Optional[str]) -> Tuple[float, float]:
-    if not text:
-      return default
-    try:
-      lo, hi = (float(part) for part in text.split(","))
-    except ValueError:
-      raise checks.ArgumentError(name, repr(text), "must be LO,HI (two numbers, e.g. "
-                                 f"{default[0]:g},{default[1]:g}).") from None
-    return lo, hi
-
-  return parse
+  return config_lib.parse_pair(
+      name, float, f"LO,HI (two numbers, e.g. {default[0]:g},{default[1]:g})", default)
 
 
 @config_lib.define

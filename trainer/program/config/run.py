@@ -10,15 +10,15 @@ from trainer.program import config as config_lib
 flag = config_lib.flag
 
 
+_PROFILE_PAIR = config_lib.parse_pair("profile_steps", int,
+                                      "START,END (two step numbers, e.g. 100,110)")
+
+
 def parse_profile_steps(text: Optional[str]) -> Optional[Tuple[int, int]]:
   """"START,END" -> (START, END) with 0 <= START < END; None for no profile."""
   if not text:
     return None
-  try:
-    start, end = (int(part) for part in text.split(","))
-  except ValueError:
-    raise checks.ArgumentError("profile_steps", repr(text), "must be START,END (two step "
-                               "numbers, e.g. 100,110).") from None
+  start, end = _PROFILE_PAIR(text)
   if not 0 <= start < end:
     raise checks.ArgumentError("profile_steps", repr(text), "needs 0 <= START < END.")
   return start, end
