@@ -106,6 +106,12 @@ def _then(fix: str) -> str:
   return f": {fix}" if fix else "."
 
 
+def inside(path: str, directory: str) -> bool:
+  """Whether `path` is `directory` or lies below it (links resolved)."""
+  path, directory = os.path.realpath(path), os.path.realpath(directory)
+  return path == directory or path.startswith(directory + os.sep)
+
+
 def reason(error: Exception) -> str:
   """The operating system's words from a Python or TensorFlow file error, e.g. "No space
   left on device" out of a long op message."""

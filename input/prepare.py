@@ -11,7 +11,6 @@ Run:
 
 import dataclasses
 import os
-import sys
 from typing import Iterator, List, Optional, Tuple
 
 from absl import app
@@ -21,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import checks
+from common import cli
 from common import progress
 from input import audio
 from input import records
@@ -241,7 +241,7 @@ def main(argv):
   del argv
   common = dict(split=FLAGS.split, sample_rate=FLAGS.sample_rate,
                 compression=FLAGS.compression, overwrite=FLAGS.overwrite)
-  try:
+  with cli.one_line_errors("input.prepare"):  # OSError: an existing split, or the disk
     if FLAGS.kind == "pairs":
       if not (FLAGS.noisy_dir and FLAGS.clean_dir):
         raise ValueError("--kind=pairs needs --noisy_dir and --clean_dir (or pass "
@@ -262,10 +262,6 @@ def main(argv):
                                  segment_seconds=FLAGS.segment_seconds,
                                  hop_seconds=FLAGS.hop_seconds, drop_last=FLAGS.drop_last,
                                  num_shards=FLAGS.num_shards, **common)
-  except checks.ArgumentError as e:
-    sys.exit(f"input.prepare: {e.flag()}")
-  except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
-    sys.exit(f"input.prepare: {e}")
   print(f"Wrote {manifest.num_examples} {manifest.kind} segments ({manifest.total_hours:.3f} h) "
         f"in {len(manifest.shards)} shards; manifest: "
         f"{records.manifest_path(FLAGS.output_dir, FLAGS.split)}")

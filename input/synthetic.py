@@ -20,7 +20,6 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
-import sys
 from typing import Tuple
 
 from absl import app
@@ -30,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import checks
+from common import cli
 from common import progress
 from input import noise
 from input import records
@@ -154,17 +154,13 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  try:
+  with cli.one_line_errors("input.synthetic"):  # OSError: an existing split, or the disk
     manifest = write_corpus(FLAGS.output_dir, split=FLAGS.split,
                             num_examples=FLAGS.num_examples, seconds=FLAGS.seconds,
                             sample_rate=FLAGS.sample_rate, seed=FLAGS.seed,
                             num_shards=FLAGS.num_shards, compression=FLAGS.compression,
                             processes=FLAGS.processes, overwrite=FLAGS.overwrite,
                             kind=FLAGS.kind)
-  except checks.ArgumentError as e:
-    sys.exit(f"input.synthetic: {e.flag()}")
-  except (ValueError, OSError) as e:  # OSError: existing split, or the disk refused
-    sys.exit(f"input.synthetic: {e}")
   print(f"Wrote {manifest.num_examples} examples ({manifest.total_hours * 60:.1f} min) in "
         f"{len(manifest.shards)} shards to {FLAGS.output_dir}")
 

@@ -12,7 +12,6 @@ the segment, not the file.
 
 import os
 import struct
-import sys
 from typing import Iterable, Iterator, List, Tuple
 
 from absl import app
@@ -22,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import checks
+from common import cli
 from common import files
 from input import audio
 from input import records
@@ -162,11 +162,6 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normpath(a) == os.path.normpath(b)
 
 
-def _inside(path: str, directory: str) -> bool:
-  path, directory = os.path.realpath(path), os.path.realpath(directory)
-  return path == directory or path.startswith(directory + os.sep)
-
-
 def check_output(input_path: str, output_path: str, *, saved_model: str, overwrite: bool):
   """Raises unless writing `output_path` loses nothing and gives what its name says: a .wav
   file that is not a directory, not the input, not inside the SavedModel, and new (or
@@ -177,7 +172,7 @@ def check_output(input_path: str, output_path: str, *, saved_model: str, overwri
     raise ValueError(f"output {output_path} must end in .wav: the enhanced audio is written "
                      "as 16-bit WAV (convert it afterwards for another format).")
   if (tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb"))
-      and _inside(output_path, saved_model)):
+      and files.inside(output_path, saved_model)):
     raise ValueError(f"output {output_path} lies inside the SavedModel {saved_model}, which "
                      "it would change: write the enhanced audio elsewhere.")
   if not tf.io.gfile.exists(output_path):
@@ -227,16 +222,12 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  try:
+  with cli.one_line_errors("trainer.denoise"):
     samples = denoise_file(FLAGS.saved_model, FLAGS.input, FLAGS.output,
                            chunk_seconds=FLAGS.chunk_seconds,
                            overlap_seconds=FLAGS.overlap_seconds,
                            overwrite=FLAGS.overwrite, keep_input=FLAGS.keep_input,
                            keep_presence=FLAGS.keep_presence)
-  except checks.ArgumentError as e:
-    sys.exit(f"trainer.denoise: {e.flag()}")
-  except (ValueError, OSError) as e:
-    sys.exit(f"trainer.denoise: {e}")
   print(f"Wrote {FLAGS.output} ({samples} samples)")
 
 

@@ -5,7 +5,6 @@ Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
 
 import os
 import re
-import sys
 import uuid
 
 from absl import app
@@ -14,6 +13,7 @@ from absl import logging
 import tensorflow as tf
 
 from common import checks
+from common import cli
 from common import files
 from trainer import optim
 from trainer import step
@@ -133,8 +133,7 @@ def check_output(model_dir: str, output: str, *, overwrite: bool):
   if not tf.io.gfile.isdir(ancestor):
     raise ValueError(f"output {output} lies under {ancestor}, which is a file: choose a "
                      "directory path for the export.")
-  out, run = os.path.realpath(output), os.path.realpath(model_dir)
-  if out == run or out.startswith(run + os.sep) or run.startswith(out + os.sep):
+  if files.inside(output, model_dir) or files.inside(model_dir, output):
     raise ValueError(f"output {output} overlaps the model_dir {model_dir}: an export is "
                      "written apart from the run it comes from (e.g. exported/<name>).")
   if not tf.io.gfile.exists(output) or (tf.io.gfile.isdir(output)
@@ -200,13 +199,9 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  try:
+  with cli.one_line_errors("trainer.export", checkpoints.CheckpointError):
     path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
                   weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
-  except checks.ArgumentError as e:
-    sys.exit(f"trainer.export: {e.flag()}")
-  except (ValueError, OSError, checkpoints.CheckpointError) as e:
-    sys.exit(f"trainer.export: {e}")
   print(f"Exported to {path}")
 
 

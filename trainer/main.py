@@ -15,7 +15,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
-from common import checks
+from common import cli
 from input import pipeline
 from input import records
 from trainer.loop import checkpoints
@@ -89,16 +89,13 @@ def run_diagnosis(job: build.Job) -> str:
 def main(argv):
   if len(argv) > 1:
     sys.exit(f"trainer.main: unexpected arguments {argv[1:]}; every setting is a --flag.")
-  try:
+  with cli.one_line_errors("trainer.main", recovery.Diverged, checkpoints.CheckpointError,
+                           lock.LockedError):
     configs = Configs()
-    outcome = run(configs)
-  except checks.ArgumentError as e:
-    sys.exit(f"trainer.main: {e.flag()}")
-  except (ValueError, OSError, recovery.Diverged, checkpoints.CheckpointError,
-          lock.LockedError) as e:
-    sys.exit(f"trainer.main: {e}")
-  except tf.errors.DataLossError as e:
-    sys.exit(f"trainer.main: {_explain_data_loss(configs, e)}")
+    try:
+      outcome = run(configs)
+    except tf.errors.DataLossError as e:
+      raise OSError(_explain_data_loss(configs, e)) from None
   model_dir = os.path.abspath(configs.run.model_dir)
   if configs.run.mode == "diagnose":
     print(f"trainer.main: {outcome}")
