@@ -109,8 +109,7 @@ def _explain_data_loss(configs: Configs, error: tf.errors.DataLossError) -> str:
   data = configs.data
   data_dir = data.data_dir or build.synthetic_dir(configs)
   bad = []
-  splits = (data.clean_split, data.noise_split) if data.mixing else (data.train_split,)
-  for split in filter(None, (*splits, data.eval_split)):
+  for split in filter(None, (*data.train_splits(), data.eval_split)):
     if tf.io.gfile.exists(records.manifest_path(data_dir, split)):
       bad += records.find_bad_shards(records.read_manifest(data_dir, split))
   if bad:

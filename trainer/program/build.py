@@ -228,11 +228,9 @@ def check_data_source(data):
 def real_manifests(data) -> Manifests:
   """The prepared splits in --data_dir: the pairs (or, mixing, the clean and noise stores)
   and the eval split if it is there."""
-  if data.mixing:
-    train = records.read_manifest(data.data_dir, data.clean_split, kind="clean")
-    noise = records.read_manifest(data.data_dir, data.noise_split, kind="noise")
-  else:
-    train, noise = records.read_manifest(data.data_dir, data.train_split, kind="pairs"), None
+  stores = [records.read_manifest(data.data_dir, split, kind=kind)
+            for split, kind in data.train_splits().items()]
+  train, noise = stores[0], stores[1] if data.mixing else None
   if data.eval_split and tf.io.gfile.exists(records.manifest_path(data.data_dir,
                                                                   data.eval_split)):
     return train, noise, records.read_manifest(data.data_dir, data.eval_split, kind="pairs")
@@ -253,8 +251,7 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
   eval_split = data.eval_split or "eval"  # made even when this run does not evaluate: a
   # sidecar evaluator of it will
-  train_splits = ({data.clean_split: "clean", data.noise_split: "noise"} if data.mixing
-                  else {data.train_split: "pairs"})
+  train_splits = data.train_splits()
   if not create:  # the chief generates it: wait for its manifests
     sidecar = configs.run.mode == "continuous_eval"
     wait = configs.run.eval_timeout if sidecar else CORPUS_WAIT_SECONDS

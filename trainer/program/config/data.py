@@ -1,7 +1,7 @@
 """Data flags: where the shards are (or the synthetic corpus), pairs or sources to mix, cropping, shuffling, reverb and remix placement."""
 
 import dataclasses
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from common import checks
 from trainer.program import config as config_lib
@@ -111,6 +111,13 @@ class DataConfig:
   def mixing(self) -> bool:
     """Whether training mixes clean and noise stores on the fly (else: stored pairs)."""
     return bool(self.clean_split)
+
+  def train_splits(self) -> Dict[str, str]:
+    """The training splits, each with the kind of records it holds: the stored pairs, or the
+    clean speech and the noise a mixing run reads."""
+    if self.mixing:
+      return {self.clean_split: "clean", self.noise_split: "noise"}
+    return {self.train_split: "pairs"}
 
 
 def from_flags() -> DataConfig:
