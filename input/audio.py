@@ -2,7 +2,7 @@
 
 import functools
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -183,6 +183,16 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = ""
     out = soxr.resample(np.asarray(samples, np.float32), rate_in, rate_out,
                         quality=RESAMPLE_QUALITY)
   return np.pad(out, (0, max(0, length - len(out))))[:length].astype(np.float32)
+
+
+def window_starts(length: int, window: int, hop: int, *, tail: bool = True) -> List[int]:
+  """Starts of `window`-sample windows every `hop` samples within `length` samples, none
+  padded: with `tail`, a last one that ends at `length` where the hops stop short of it
+  (overlapping the one before). A length shorter than `window` has none."""
+  starts = list(range(0, length - window + 1, hop))
+  if tail and starts and starts[-1] + window < length:
+    starts.append(length - window)
+  return starts
 
 
 def _summary(error: Exception) -> str:

@@ -71,10 +71,8 @@ def segments(signal: np.ndarray, segment_samples: int, hop_samples: int,
   silence is not what the model meets in use): a short tail becomes one more segment that
   ends where the signal ends, overlapping the one before, unless `drop_last`. A signal
   shorter than one segment yields none."""
-  starts = list(range(0, len(signal) - segment_samples + 1, hop_samples))
-  if starts and not drop_last and starts[-1] + segment_samples < len(signal):
-    starts.append(len(signal) - segment_samples)
-  for start in starts:
+  for start in audio.window_starts(len(signal), segment_samples, hop_samples,
+                                  tail=not drop_last):
     yield signal[start:start + segment_samples]
 
 

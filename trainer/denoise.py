@@ -12,7 +12,7 @@ the segment, not the file.
 
 import os
 import struct
-from typing import Iterable, Iterator, List, Tuple
+from typing import Iterable, Iterator, Tuple
 
 from absl import app
 from absl import flags
@@ -30,14 +30,6 @@ from trainer import kept_input
 from trainer.models import card
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
-
-
-def chunk_starts(length: int, chunk: int, hop: int) -> List[int]:
-  """Starts of `chunk`-sample windows every `hop` samples over `length`, the last one ending
-  at `length` (so none runs past the end and needs padding)."""
-  if length <= chunk:
-    return [0]
-  return list(range(0, length - chunk, hop)) + [length - chunk]
 
 
 def overlap_add(pieces: Iterable[Tuple[int, np.ndarray]], *, overlap: int
@@ -78,8 +70,8 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
     raise ValueError(f"Need 0 <= overlap ({overlap}) < chunk ({chunk}) samples.")
   if not len(signal):  # e.g. one 48 kHz sample resampled to 16 kHz
     return np.zeros(0, np.float32)
-  chunk = min(chunk, len(signal))
-  starts = chunk_starts(len(signal), chunk, chunk - overlap)
+  chunk = min(chunk, len(signal))  # a shorter signal is one chunk of its own length
+  starts = audio.window_starts(len(signal), chunk, max(1, chunk - overlap))
 
   def pieces():
     for first in range(0, len(starts), batch_size):
@@ -119,7 +111,7 @@ def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10
   cross-faded over `overlap_seconds`."""
   segment = int(max(SEGMENT_SECONDS, 2 * chunk_seconds) * source.rate)
   overlap = int(overlap_seconds * source.rate)
-  starts = chunk_starts(source.length, segment, segment - overlap)
+  starts = audio.window_starts(source.length, min(segment, source.length), segment - overlap)
   pieces = ((start, denoise_signal(module, source.read(start, start + segment), source.rate,
                                    chunk_seconds=chunk_seconds,
                                    overlap_seconds=overlap_seconds, keep_input=keep_input,
