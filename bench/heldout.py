@@ -29,7 +29,6 @@ from scipy import signal
 from scipy.io import wavfile
 
 from input import audio
-from input import records
 
 ALSA_DIR = "/usr/share/sounds/alsa"
 GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
@@ -106,7 +105,7 @@ def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
     if not os.path.exists(path):
       pieces = [audio.load(syllable) for syllable in chosen]
       joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
-      wavfile.write(path + ".tmp.wav", pieces[0][1], records.to_int16(joined)[0])
+      wavfile.write(path + ".tmp.wav", pieces[0][1], audio.to_int16(joined)[0])
       os.replace(path + ".tmp.wav", path)
     utterances.append(Utterance("real", "gcin", *_load(path, low_cut_hz=LOW_CUT_HZ)))
   return utterances

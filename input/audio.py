@@ -185,6 +185,13 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = ""
   return np.pad(out, (0, max(0, length - len(out))))[:length].astype(np.float32)
 
 
+def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:
+  """float [-1, 1) -> int16 PCM; returns `(pcm, number_of_clipped_samples)`."""
+  scaled = np.round(np.asarray(signal, np.float64) * 32768.0)
+  clipped = int(np.count_nonzero((scaled > 32767) | (scaled < -32768)))
+  return np.clip(scaled, -32768, 32767).astype("<i2"), clipped
+
+
 def window_starts(length: int, window: int, hop: int, *, tail: bool = True) -> List[int]:
   """Starts of `window`-sample windows every `hop` samples within `length` samples, none
   padded: with `tail`, a last one that ends at `length` where the hops stop short of it

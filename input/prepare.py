@@ -121,8 +121,8 @@ def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "tr
                         pair.relative_path, len(clean) / sample_rate, segment_seconds)
       for index, (noisy_piece, clean_piece) in enumerate(zip(
           segments(noisy, segment, hop, drop_last), segments(clean, segment, hop, drop_last))):
-        (noisy_pcm, noisy_clipped), (clean_pcm, _) = (records.to_int16(noisy_piece),
-                                                      records.to_int16(clean_piece))
+        (noisy_pcm, noisy_clipped), (clean_pcm, _) = (audio.to_int16(noisy_piece),
+                                                      audio.to_int16(clean_piece))
         if noisy_clipped:
           logging.warning("%s: %d samples clipped after resampling.", pair.relative_path,
                           noisy_clipped)
@@ -157,7 +157,7 @@ def prepare_sources(input_dir: str, output_dir: str, *, kind: str, split: str,
         logging.warning("%s: %.2f s, shorter than one %g s segment: skipped.", name,
                         len(signal) / sample_rate, segment_seconds)
       for index, piece in enumerate(segments(signal, segment, hop, drop_last)):
-        pcm, clipped = records.to_int16(piece)
+        pcm, clipped = audio.to_int16(piece)
         if clipped:
           logging.warning("%s: %d samples clipped after resampling.", name, clipped)
         writer.write(pcm, example_id=f"{name}#{index}")

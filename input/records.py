@@ -201,13 +201,6 @@ def require_kind(manifest: Manifest, kind: str) -> Manifest:
   return manifest
 
 
-def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:
-  """float [-1, 1) -> int16 PCM; returns `(pcm, number_of_clipped_samples)`."""
-  scaled = np.round(np.asarray(signal, np.float64) * 32768.0)
-  clipped = int(np.count_nonzero((scaled > 32767) | (scaled < -32768)))
-  return np.clip(scaled, -32768, 32767).astype("<i2"), clipped
-
-
 def serialize_example(signals: Dict[str, np.ndarray], sample_rate: int,
                       example_id: str, kind: str = "pairs") -> bytes:
   """One segment as a tf.train.Example: `signals` holds `KINDS[kind]`, equal-length 1-D
@@ -218,7 +211,7 @@ def serialize_example(signals: Dict[str, np.ndarray], sample_rate: int,
                      f"got {sorted(signals)}.")
   for name, values in signals.items():
     if np.asarray(values).dtype != dtype:
-      advice = ("convert float audio in [-1, 1] with records.to_int16 first"
+      advice = ("convert float audio in [-1, 1] with audio.to_int16 first"
                 if dtype == np.int16 else f"convert it with .astype(np.{dtype.name})")
       raise ValueError(f"Example {example_id}: {name} is {np.asarray(values).dtype}, but "
                        f"{kind} records hold {dtype.name}: {advice}.")

@@ -31,6 +31,7 @@ import tensorflow as tf
 from common import checks
 from common import cli
 from common import progress
+from input import audio
 from input import noise
 from input import records
 from input import speech
@@ -90,7 +91,7 @@ def _pcm_example(seed: int, num_samples: int, sample_rate: int, kind: str, index
   """The int16 signals of example `index` that a `kind` store holds (records.KINDS order)."""
   noisy, clean = example(seed, index, num_samples, sample_rate)
   signals = {"noisy": noisy, "clean": clean, "noise": noisy - clean}
-  return tuple(records.to_int16(signals[name])[0] for name in records.KINDS[kind])
+  return tuple(audio.to_int16(signals[name])[0] for name in records.KINDS[kind])
 
 
 def write_corpus(output_dir: str, *, split: str = "train", num_examples: int,

@@ -24,7 +24,6 @@ from common import checks
 from common import cli
 from common import files
 from input import audio
-from input import records
 from trainer import band_extension
 from trainer import kept_input
 from trainer.models import card
@@ -129,7 +128,7 @@ def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> i
           + b"data" + struct.pack("<I", data_bytes))
   clipped = 0
   for block in blocks:
-    pcm, block_clipped = records.to_int16(block)
+    pcm, block_clipped = audio.to_int16(block)
     f.write(pcm.tobytes())
     clipped += block_clipped
   return clipped

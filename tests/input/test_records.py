@@ -8,6 +8,7 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
+from input import audio
 from input import records
 from tests import helpers
 
@@ -35,7 +36,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     rng = np.random.default_rng(0)
     signals = rng.uniform(-1, 0.99, [5, 2, 300])
     manifest = records.write_split(
-        ((records.to_int16(n)[0], records.to_int16(c)[0], f"id{i}")
+        ((audio.to_int16(n)[0], audio.to_int16(c)[0], f"id{i}")
          for i, (n, c) in enumerate(signals)),
         self.create_tempdir().full_path, "train", num_shards=1, sample_rate=16000,
         segment_samples=300)
@@ -45,7 +46,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual([s.decode() for s in parsed["id"].numpy()], [f"id{i}" for i in range(5)])
 
   def test_to_int16_counts_clipping(self):
-    pcm, clipped = records.to_int16(np.array([0.5, 1.2, -1.0, -1.5]))
+    pcm, clipped = audio.to_int16(np.array([0.5, 1.2, -1.0, -1.5]))
     self.assertEqual(pcm.tolist(), [16384, 32767, -32768, -32768])
     self.assertEqual(clipped, 2)
 
@@ -94,7 +95,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     data_dir = self.create_tempdir().full_path
     examples = [(np.full(10, 0.5), np.zeros(10, np.int16), "float-noisy")]
     with self.assertRaisesRegex(ValueError, "float-noisy: noisy is float64, but pairs records "
-                                "hold int16: convert .* with records.to_int16"):
+                                "hold int16: convert .* with audio.to_int16"):
       records.write_split(examples, data_dir, "train", num_shards=1, sample_rate=8000,
                           segment_samples=10)
     self.assertEmpty(os.listdir(data_dir))
@@ -238,7 +239,7 @@ class RecordsTest(tf.test.TestCase, parameterized.TestCase):
     rng = np.random.default_rng(1)
     speech = rng.uniform(-1, 0.99, [3, 200])
     rooms = rng.normal(size=[2, 50]).astype(np.float32) * 1e-4  # a tail below int16's step
-    clean = records.write_split(((records.to_int16(x)[0], f"c{i}") for i, x in
+    clean = records.write_split(((audio.to_int16(x)[0], f"c{i}") for i, x in
                                  enumerate(speech)), data_dir, "speech", num_shards=2,
                                 sample_rate=8000, segment_samples=200, kind="clean")
     rir = records.write_split(((x, f"r{i}") for i, x in enumerate(rooms)), data_dir, "rooms",
