@@ -369,6 +369,27 @@ class PrecisionAndModelsTest(tf.test.TestCase):
     self.assertLen(local, 2)
     self.assertAllEqual(local[0], local[1])
 
+  def test_a_keras3_dilated_conv_trains_on_the_stock_cpu_kernels(self):
+    # Keras 3's Conv1D dilates by space-to-batch (tf.nn.convolution): no XLA needed, even
+    # where oneDNN is off (as in this suite), unlike tf.nn.conv1d(dilations=2).
+    def keras_model():
+      model = keras.Sequential([
+          keras.layers.Input((helpers.TIME,)), keras.layers.Reshape((helpers.TIME, 1)),
+          keras.layers.Conv1D(4, 3, dilation_rate=2, padding="same", activation="tanh"),
+          keras.layers.Conv1D(1, 3, dilation_rate=4, padding="causal"),
+          keras.layers.Reshape((helpers.TIME,))])
+      model(tf.zeros([1, helpers.TIME]))
+      return model
+
+    strategy = helpers.one_device()
+    _, train = helpers.build(strategy, model_fn=keras_model, steps_per_loop=10,
+                             jit_compile=False)
+    it = helpers.iterator(strategy, helpers.data(), 8)
+    first = float(train(it)["loss"])
+    for _ in range(3):
+      last = float(train(it)["loss"])
+    self.assertLess(last, 0.9 * first)
+
 
 class KerasTrainingModeTest(tf.test.TestCase):
 
