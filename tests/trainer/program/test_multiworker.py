@@ -96,7 +96,7 @@ class MultiWorkerTest(tf.test.TestCase):
     step = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
     self.assertGreater(step, 0)
     self.assertEqual(sorted(os.listdir(os.path.join(root, "run"))),
-                     ["checkpoints", "config.json", "train"])  # the chief's files only
+                     ["checkpoints", "config.json", "run_config.json", "train"])  # the chief's
 
     resumed = run_cluster(*flags, f"--train_steps={step + 5}")
     self.assertEqual(resumed.returncode, 0, resumed.stdout[-3000:])
