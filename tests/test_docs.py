@@ -1,0 +1,64 @@
+"""The README and docs/ pages: every command they show names flags its program defines and flagfiles that exist."""
+
+import functools
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from trainer.program import flagfiles
+
+PAGES = [os.path.join(helpers.REPO, "README.md"),
+         *sorted(glob.glob(os.path.join(helpers.REPO, "docs", "*.md")))]
+
+
+def commands(path: str):
+  """`(module, [flag tokens])` of each `python -m MODULE ...` in the page's code blocks
+  (continued lines joined)."""
+  with open(path) as f:
+    blocks = re.findall(r"```(?:sh|bash)?\n(.*?)```", f.read(), flags=re.S)
+  for block in blocks:
+    for line in block.replace("\\\n", " ").splitlines():
+      for part in re.split(r"&&|\||;", line.split("#")[0]):
+        found = re.match(r"\s*(?:\S+=\S+\s+)*python -m ([\w.]+)(.*)", part)
+        if found and found.group(1) != "pytest":
+          yield found.group(1), re.findall(r"(--[\w-]+)(?:=(\S+))?", found.group(2))
+
+
+@functools.lru_cache(maxsize=None)
+def help_text(module: str) -> str:
+  """What `python -m module` says its flags are (absl's --helpfull, argparse's --help)."""
+  option = "--help" if module.startswith("bench.") else "--helpfull"
+  result = subprocess.run([sys.executable, "-m", module, option], cwd=helpers.REPO,
+                          capture_output=True, text=True, timeout=300, env=helpers.env())
+  return result.stdout + result.stderr
+
+
+@pytest.mark.slow
+class DocsTest(tf.test.TestCase):
+
+  def test_every_flag_and_flagfile_a_command_names_exists(self):
+    checked = 0
+    for page in PAGES:
+      for module, flags in commands(page):
+        text = help_text(module)
+        for flag, value in flags:
+          name = flag[2:]
+          defined = (f"--{name}" in text or f"--[no]{name}:" in text
+                     or (name.startswith("no") and f"--[no]{name[2:]}:" in text))
+          self.assertTrue(defined, f"{os.path.basename(page)}: python -m {module} has no {flag}")
+          if name == "flagfile":
+            resolved = flagfiles.resolve([f"--flagfile={value}"])[0].split("=", 1)[1]
+            self.assertTrue(os.path.exists(os.path.join(helpers.REPO, resolved)),
+                            f"{os.path.basename(page)}: no flagfile {value}")
+          checked += 1
+    self.assertGreater(checked, 50)  # the pages' commands were found
+
+
+if __name__ == "__main__":
+  tf.test.main()
