@@ -308,7 +308,7 @@ class ErrorTest(tf.test.TestCase):
 
   def test_a_sidecar_without_a_trainer_waits_for_the_corpus_only_eval_timeout(self):
     root = tempfile.mkdtemp()
-    start = time.monotonic()
+    # the code's own bound was 1800 s: a wait that ignored --eval_timeout times out here
     result = run_main(*TINY, "--mode=continuous_eval", f"--model_dir={root}/run",
                       f"--synthetic_dir={root}/nowhere", "--eval_timeout=3", timeout=120)
     self.assert_one_line_error(
@@ -316,7 +316,6 @@ class ErrorTest(tf.test.TestCase):
         r"\(--eval_timeout\): the training run generates the synthetic corpus")
     self.assertIn("Waiting up to 3 s for the training run to generate the synthetic corpus",
                   result.stderr)
-    self.assertLess(time.monotonic() - start, 90)
     self.assertEqual(os.listdir(root), [])
 
   def test_flag_combinations_are_refused_before_anything_is_written(self):
@@ -331,12 +330,10 @@ class ErrorTest(tf.test.TestCase):
         (["--keep_best=si_sdr", "--eval_split="], "trainer.main: --keep_best=si_sdr needs an "
          "eval split"))
     for flags, error in cases:
-      start = time.monotonic()
-      result = run_main(f"--model_dir={root}/run", *flags)
+      result = run_main(f"--model_dir={root}/run", *flags, timeout=120)
       self.assertNotEqual(result.returncode, 0, flags)
       self.assertRegex(result.stderr, error)
       self.assertNotIn("Traceback", result.stderr)
-      self.assertLess(time.monotonic() - start, 60)
       self.assertEqual(os.listdir(root), [], flags)  # no corpus, no model_dir
 
   def test_a_model_dir_that_is_a_file_is_refused(self):

@@ -16,6 +16,7 @@ from trainer import optim
 from trainer import step as step_lib
 from trainer.evaluation import losses
 from trainer.models import card as card_lib
+from trainer.program import strategy as strategy_lib
 
 ARCHITECTURES = ("mask", "unet")
 RATE, SAMPLES, BATCH, STEPS = 8000, 4000, 4, 3
@@ -59,9 +60,7 @@ def train(architecture: str, strategy: tf.distribute.Strategy, *, precision="flo
 
 
 def main(argv):
-  cpu = tf.config.list_physical_devices("CPU")[0]
-  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-  strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  strategy = strategy_lib.make("mirrored", cpu_replicas=2)  # as the suite's two logical CPUs
   saved = {"onednn": onednn_enabled()}
   for architecture in ARCHITECTURES:
     weights, step_losses = train(architecture, strategy)
