@@ -23,7 +23,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
 from trainer import main as program  # pylint: disable=g-import-not-at-top
-from trainer.program import build  # pylint: disable=g-import-not-at-top
+from trainer.program import build_step  # pylint: disable=g-import-not-at-top
 
 RUNS = 5
 
@@ -59,7 +59,7 @@ def main(argv):
   dataset = tf.data.Dataset.from_tensors(batch).repeat()
   rows, card = [], configs.model.model_card(sample_rate=configs.data.sample_rate, seed=run.seed)
   for name, changed in variants(configs):
-    train_step, _, _ = build.build_train_step(changed, strategy, card)
+    train_step, _, _ = build_step.train_step(changed, strategy, card)
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
     seconds = timing.median_seconds(lambda: train_step(iterator), runs=RUNS)  # pylint: disable=cell-var-from-loop
     rows.append([name, 1e3 * seconds / run.steps_per_loop])

@@ -2,7 +2,7 @@
 
 flags -> configs (trainer/program/config) -> a job (trainer.program.build:
 strategy, model card, step, data, evaluator) -> its controller
-(trainer.loop.controller: train, evaluate or train-and-evaluate) or the
+(trainer.program.build_loop: train, evaluate or train-and-evaluate) or the
 diagnosis; library errors become one line naming the problem (an argument the
 libraries refuse is named as its flag, `--name=value ...`).
 """
@@ -22,6 +22,8 @@ from trainer.loop import checkpoints
 from trainer.loop import lock
 from trainer.loop import recovery
 from trainer.program import build
+from trainer.program import build_data
+from trainer.program import build_loop
 from trainer.program import diagnose
 from trainer.program import flagfiles
 from trainer.program.config import combinations
@@ -54,10 +56,10 @@ def run(configs: Configs) -> str:
     raise ValueError(f"--mode={mode} needs the eval split --eval_split="
                      f"{configs.data.eval_split}, which {configs.data.data_dir} lacks.")
   if mode == "continuous_eval":
-    return build.sidecar(job).run()
+    return build_loop.sidecar(job).run()
   train = mode == "train"
   with lock.held(job.out_dir) if train else contextlib.nullcontext():
-    control = build.controller(job, train=train)
+    control = build_loop.controller(job, train=train)
     outcome = control.train_and_evaluate() if train else control.evaluate()
   return control.stopped_by or outcome.value
 
@@ -107,7 +109,7 @@ def main(argv):
 def _explain_data_loss(configs: Configs, error: tf.errors.DataLossError) -> str:
   """Names the damaged shard(s): TFRecord errors do not."""
   data = configs.data
-  data_dir = data.data_dir or build.synthetic_dir(configs)
+  data_dir = data.data_dir or build_data.synthetic_dir(configs)
   bad = []
   for split in filter(None, (*data.train_splits(), data.eval_split)):
     if tf.io.gfile.exists(records.manifest_path(data_dir, split)):

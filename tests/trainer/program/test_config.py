@@ -1,4 +1,4 @@
-"""Every flagfile parses and validates; bad flag values get errors that name the flag."""
+"""Tests for trainer.program.config: every flagfile parses and validates, bad values and combinations are refused naming the flag, each field is one flag."""
 
 import dataclasses
 import glob
@@ -8,16 +8,13 @@ from unittest import mock
 from absl import flags
 from absl.testing import flagsaver
 from absl.testing import parameterized
-import numpy as np
 import tensorflow as tf
 
 from common import checks
-from input import pipeline
-from input import records
 from tests import helpers
-from trainer import main  # defines every flag of the program
+from tests.trainer.program import parsed
 from trainer.evaluation import perceptual
-from trainer.program import build
+from trainer.program import build_data
 from trainer.program import strategy
 from trainer.program.config import data as data_config
 from trainer.program.config import model as model_config
@@ -29,20 +26,11 @@ FLAGS = flags.FLAGS
 GPUS = {"a100.flags": 2, "a100_mixing.flags": 2, "h100x8.flags": 8, "cpu.flags": 0}
 
 
-def parse(*argv):
-  FLAGS.unparse_flags()
-  FLAGS(["trainer.main", *argv])
-  return main.Configs()
-
-
-class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
+class ConfigTest(tf.test.TestCase, parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
     self.enter_context(flagsaver.flagsaver())
-    self.cwd = os.getcwd()
-    os.chdir(REPO)  # flagfiles include each other by repo-relative path
-    self.addCleanup(os.chdir, self.cwd)
     self.data_dir = self.create_tempdir().full_path
 
   def test_every_flagfile_is_covered(self):
@@ -51,7 +39,7 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(*GPUS.items())
   def test_flagfile_validates_on_its_machine(self, name, gpus):
-    configs = parse(f"--flagfile=flags/{name}", f"--data_dir={self.data_dir}")
+    configs = parsed.configs(f"--flagfile={name}", f"--data_dir={self.data_dir}")
     strategy.check_devices(configs.run.strategy, num_gpus=configs.run.num_gpus,
                            cpu_replicas=configs.run.cpu_replicas, gpus_found=gpus)
     replicas = max(gpus, 1)
@@ -67,14 +55,14 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters("a100.flags", "a100_mixing.flags", "h100x8.flags")
   def test_gpu_flagfiles_explain_missing_gpus(self, name):
-    configs = parse(f"--flagfile=flags/{name}", f"--data_dir={self.data_dir}")
+    configs = parsed.configs(f"--flagfile={name}", f"--data_dir={self.data_dir}")
     with self.assertRaisesRegex(ValueError, r"but 0 GPU\(s\) were found.*--cpu_replicas=2"):
       strategy.check_devices(configs.run.strategy, num_gpus=configs.run.num_gpus,
                              cpu_replicas=configs.run.cpu_replicas, gpus_found=0)
 
   def test_gpu_flagfile_needs_data(self):
     with self.assertRaisesRegex(ValueError, "No data: pass --data_dir"):
-      build.check_data_source(parse("--flagfile=flags/a100.flags").data)
+      build_data.check_data_source(parsed.configs("--flagfile=a100.flags").data)
 
   def test_num_gpus_is_refused_where_it_cannot_be_honoured(self):
     with self.assertRaisesRegex(ValueError, "--num_gpus=2 cannot be honoured by "
@@ -85,13 +73,13 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
                            gpus_found=8)
 
   def test_profile_steps_parse_to_a_window(self):
-    self.assertEqual(parse("--profile_steps=100,110").run.profile_steps, (100, 110))
-    self.assertIsNone(parse().run.profile_steps)
+    self.assertEqual(parsed.configs("--profile_steps=100,110").run.profile_steps, (100, 110))
+    self.assertIsNone(parsed.configs().run.profile_steps)
 
   def test_each_architecture_has_its_own_defaults_and_shape(self):
-    arguments = lambda *argv: parse(*argv).model.model_card(  # pylint: disable=g-long-lambda
+    arguments = lambda *argv: parsed.configs(*argv).model.model_card(  # pylint: disable=g-long-lambda
         sample_rate=16000, seed=0).arguments
-    self.assertEqual(parse().model.architecture, "mask")
+    self.assertEqual(parsed.configs().model.architecture, "mask")
     self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False,
                                        level="power"))
     self.assertEqual(arguments("--level=log")["level"], "log")
@@ -103,94 +91,6 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
     self.assertNotIn("stride", arguments("--stride=2"))  # a unet flag: the mask model ignores it
 
   @parameterized.parameters(
-      (["--architecture=unet", "--kernel_size=2"], "--kernel_size=2 must be >= stride=4"),
-      (["--architecture=unet", "--kernel_size=8", "--hidden=6", "--depth=1",
-        "--attention_heads=4"], "--attention_heads=4 must divide the bottleneck's 6 channels"),
-      (["--architecture=mask", "--depth=0"], "--depth=0 must be >= 1"),
-      (["--warmup_steps=500", "--train_steps=100"], r"--warmup_steps=500 must be in \[0, 100\)"),
-      (["--reverb_proba=2"], r"--reverb_proba=2.0 must be in \[0, 1\]"),
-      (["--remix_proba=-1"], r"--remix_proba=-1.0 must be in \[0, 1\]"),
-      (["--beta_1=1.5"], r"--beta_1=1.5 must be in \[0, 1\)"),
-      (["--stft_weight=-1"], "--stft_weight=-1.0 must be >= 0"),
-      (["--steps_per_loop=0"], "--steps_per_loop=0 must be >= 1"),
-      (["--log_every=0"], "--log_every=0 must be >= 1"),
-      (["--keep_checkpoints=0"], "--keep_checkpoints=0 must be >= 1"),
-      (["--crop_seconds=2"], "--crop_seconds=2.0 is 16000 samples, but the segments of the "
-       "pairs split 'train' in"),
-      (["--profile_steps=10"], r"--profile_steps='10' must be START,END"),
-      (["--profile_steps=10,5"], r"--profile_steps='10,5' needs 0 <= START < END"),
-      (["--data_service=localhost:5050"], "--data_service=localhost:5050 must look like "
-       "grpc://host:port"),
-      (["--data_service_timeout=0"], "--data_service_timeout=0.0 must be a positive number"),
-      (["--recover_attempts=-1"], "--recover_attempts=-1 must be >= 0"),
-      (["--loss_scale=dynamic", "--loss_scale_growth_interval=0"],
-       "--loss_scale_growth_interval=0 must be >= 1"),
-      (["--loss_scale=dynamic", "--initial_loss_scale=0.5"],
-       "--initial_loss_scale=0.5 must be >= 1.0"),
-      (["--divergence_rise=-2"], "--divergence_rise=-2.0 must be >= 0"),
-      (["--divergence_loss=nan"], "--divergence_loss=nan must be a finite number"),
-      (["--clean_split=speech"], "--clean_split=speech needs --noise_split too"),
-      (["--noise_split=noise"], "--noise_split=noise needs --clean_split too"),
-      (["--rir_split=rooms"], "--rir_split=rooms is for runs that mix"),
-      (["--rir_proba=0.5"], "--rir_proba=0.5 is for runs that mix"),
-      (["--snr_db=5"], "--snr_db='5' must be LO,HI"),
-      (["--clean_split=speech", "--noise_split=noise", "--snr_db=20,5"],
-       r"--snr_db=\(20, 5\) must be \(lo, hi\), finite numbers with lo <= hi"),
-      (["--clean_split=speech", "--noise_split=noise", "--snr_db=-inf,20"],
-       r"--snr_db=\(-inf, 20\) must be \(lo, hi\), finite numbers"),
-      (["--clean_split=speech", "--noise_split=noise", "--snr_db=-5,inf"],
-       r"--snr_db=\(-5, inf\) must be \(lo, hi\), finite numbers"),
-      (["--clean_split=speech", "--noise_split=noise", "--speech_level_db=-inf,-20"],
-       r"--speech_level_db=\(-inf, -20\) must be \(lo, hi\), finite numbers"),
-      (["--clean_split=speech", "--noise_split=noise", "--snr_db=nan,5"],
-       r"--snr_db=\(nan, 5\) must be \(lo, hi\), finite numbers"),
-      (["--clean_split=speech", "--noise_split=noise", "--rir_proba=2"],
-       r"--rir_proba=2.0 must be in \[0, 1\]"),
-      (["--clean_split=speech", "--noise_split=noise", "--early_reflections_ms=-1"],
-       "--early_reflections_ms=-1.0 must be >= 0"))
-  def test_bad_values_name_the_flag(self, argv, error):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
-    for kind, split in (("clean", "speech"), ("noise", "noise")):
-      helpers.indexed_store(data_dir, kind, num_examples=2, num_shards=1,
-                            segment_samples=8000, split=split)
-    with self.assertRaises(checks.ArgumentError) as refused:
-      build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
-                        "--eval_split=", *argv))
-    self.assertRegex(refused.exception.flag(), "^" + error)
-
-  def test_a_store_shorter_than_the_crop_is_named(self):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_store(data_dir, "clean", num_examples=2, num_shards=1,
-                          segment_samples=16000, split="speech")
-    helpers.indexed_store(data_dir, "noise", num_examples=2, num_shards=1,
-                          segment_samples=4000, split="noise")
-    with self.assertRaises(checks.ArgumentError) as refused:
-      build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}", "--eval_split=",
-                        "--clean_split=speech", "--noise_split=noise", "--crop_seconds=1",
-                        "--remix_proba=0", "--reverb=off"))
-    self.assertRegex(refused.exception.flag(), "^--crop_seconds=1.0 is 8000 samples, but the "
-                     f"segments of the noise split 'noise' in {data_dir} hold 4000 \\(0.5 s\\)")
-
-  def test_accumulation_reaches_the_step_the_loop_and_the_input(self):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
-    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
-                            "--eval_split=", "--accumulate_steps=3"))
-    self.assertEqual(job.train_step.accumulate_steps, 3)
-    self.assertEqual(job.loop.examples_per_step, 3 * job.configs.run.global_batch_size)
-
-  def test_a_weight_average_is_kept_checkpointed_and_evaluated(self):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000)
-    job = build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
-                            "--eval_split=", "--ema_decay=0.99"))
-    self.assertEqual(job.train_step.ema.decay, 0.99)
-    self.assertIs(job.checkpoint.ema, job.train_step.ema)
-    self.assertIsNone(build.build(parse("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}",
-                                        "--eval_split=")).train_step.ema)
-
-  @parameterized.parameters(
       (["--mode=continuous_eval", "--keep_best=si_sdr", "--early_stop_patience=2"],
        "--early_stop_patience=2 acts in training: a sidecar evaluator cannot stop the trainer"),
       (["--early_stop_patience=2"], "--early_stop_patience=2 needs --keep_best=METRIC"),
@@ -200,48 +100,17 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
        "--keep_best=pesq is scored only on --eval_perceptual_examples, which is 0"))
   def test_flag_combinations_are_refused_when_the_flags_are_read(self, argv, error):
     with self.assertRaises(checks.ArgumentError) as refused:
-      parse("--flagfile=flags/cpu.flags", *argv)
+      parsed.configs("--flagfile=cpu.flags", *argv)
     self.assertRegex(refused.exception.flag(), "^" + error)
 
   def test_keep_best_on_pesq_needs_the_metrics_packages(self):
     with mock.patch.object(perceptual, "missing", return_value="pesq not installed: pip ..."):
       with self.assertRaisesRegex(checks.ArgumentError, "keep_best=stoi needs PESQ and STOI: "
                                   "pesq not installed"):
-        parse("--flagfile=flags/cpu.flags", "--keep_best=stoi")
+        parsed.configs("--flagfile=cpu.flags", "--keep_best=stoi")
     self.addCleanup(FLAGS.mark_as_parsed)  # a refused parse leaves the flags unparsed
     with self.assertRaisesRegex(flags.IllegalFlagValueError, "keep_best"):
-      parse("--keep_best=sisdr")
-
-  def test_a_mixing_run_reads_both_stores_and_mixes_with_the_rooms_in_the_step(self):
-    data_dir = self.create_tempdir().full_path
-    helpers.indexed_split(data_dir, num_examples=4, num_shards=1, segment_samples=8000,
-                          split="eval")
-    helpers.indexed_store(data_dir, "clean", num_examples=16, num_shards=2,
-                          segment_samples=8000, split="speech")
-    helpers.indexed_store(data_dir, "noise", num_examples=6, num_shards=1,
-                          segment_samples=8000)
-    rooms = np.zeros([3, 4000], np.float32)
-    rooms[:, 10] = 1.0
-    records.write_split(((r, f"r{i}") for i, r in enumerate(rooms)), data_dir, "rooms",
-                        num_shards=1, sample_rate=8000, segment_samples=4000, kind="rir")
-    mixing = ("--flagfile=flags/cpu.flags", f"--data_dir={data_dir}", "--clean_split=speech",
-              "--noise_split=noise", "--rir_split=rooms", "--rir_proba=0.5",
-              "--snr_db=0,10", "--remix_proba=0", "--reverb=off")
-    job = build.build(parse(*mixing))
-    mix = job.train_step._mix  # pylint: disable=protected-access
-    self.assertEqual((mix.snr_db, mix.speech_level_db, mix.rir_proba), ((0.0, 10.0),
-                                                                         (-35.0, -15.0), 0.5))
-    self.assertAllEqual(mix.rirs, rooms)
-    self.assertEqual((job.train_manifest.kind, job.noise_manifest.kind), ("clean", "noise"))
-    iterator = iter(pipeline.distribute(job.strategy, job.train_dataset_fn(0)))
-    metrics = job.train_step(iterator, num_steps=2)
-    self.assertEqual(int(metrics["global_step"]), 2)
-    self.assertTrue(np.isfinite(metrics["loss"]))
-    with self.assertRaisesRegex(ValueError, "room responses are 4000 samples .* longer than "
-                                "the 2400-sample"):
-      build.build(parse(*mixing, "--crop_seconds=0.3"))
-    with self.assertRaisesRegex(ValueError, "holds pairs records, but clean records are needed"):
-      build.build(parse(*mixing, "--clean_split=eval"))
+      parsed.configs("--keep_best=sisdr")
 
   def test_every_field_is_one_flag(self):
     for config in (run_config.RunConfig, data_config.DataConfig, model_config.ModelConfig,
@@ -251,6 +120,7 @@ class FlagfileTest(tf.test.TestCase, parameterized.TestCase):
         self.assertTrue(FLAGS[field.name].help.endswith(field.metadata["help"]))
         if field.metadata["parse"] is None:
           self.assertEqual(FLAGS[field.name].default, field.default)
+
 
 
 if __name__ == "__main__":

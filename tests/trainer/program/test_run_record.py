@@ -3,20 +3,11 @@
 import json
 import os
 
-from absl import flags
 from absl.testing import flagsaver
 import tensorflow as tf
 
-from trainer import main  # defines every flag of the program
+from tests.trainer.program import parsed
 from trainer.program import run_record
-
-FLAGS = flags.FLAGS
-
-
-def configs(*argv):
-  FLAGS.unparse_flags()
-  FLAGS(["trainer.main", *argv])
-  return main.Configs()
 
 
 class RunRecordTest(tf.test.TestCase):
@@ -32,13 +23,13 @@ class RunRecordTest(tf.test.TestCase):
       return json.load(f)
 
   def test_every_flag_is_recorded_and_changes_are_logged_and_kept(self):
-    run_record.record(self.model_dir, configs("--learning_rate=0.002"), step=0, replace=True)
+    run_record.record(self.model_dir, parsed.configs("--learning_rate=0.002"), step=0, replace=True)
     recorded = self.stored()
     self.assertEqual(recorded["flags"]["learning_rate"], 0.002)
     self.assertEqual(recorded["flags"]["snr_db"], [-5.0, 20.0])
     self.assertEqual(recorded["changes"], [])
     with self.assertLogs(level="WARNING") as logs:
-      run_record.record(self.model_dir, configs("--learning_rate=0.001", "--train_steps=3000"),
+      run_record.record(self.model_dir, parsed.configs("--learning_rate=0.001", "--train_steps=3000"),
                         step=500)
     self.assertIn("Resuming at step 500 with flags changed since the run last started: "
                   "--learning_rate 0.002 -> 0.001, --train_steps 2000 -> 3000.",
@@ -46,18 +37,18 @@ class RunRecordTest(tf.test.TestCase):
     self.assertEqual(self.stored()["changes"], [dict(step=500, changed=dict(
         learning_rate=[0.002, 0.001], train_steps=[2000, 3000]))])
     self.assertEqual(self.stored()["flags"]["learning_rate"], 0.001)
-    run_record.check(self.model_dir, configs("--learning_rate=0.1"))  # not binding
+    run_record.check(self.model_dir, parsed.configs("--learning_rate=0.1"))  # not binding
 
   def test_a_binding_change_is_refused_naming_the_flags(self):
-    run_record.record(self.model_dir, configs(), step=0, replace=True)
+    run_record.record(self.model_dir, parsed.configs(), step=0, replace=True)
     with self.assertRaisesRegex(ValueError, f"^{self.model_dir} was trained with "
                                 "--accumulate_steps=1, --global_batch_size=16, but the flags "
                                 "say --accumulate_steps=2, --global_batch_size=32: resuming"):
-      run_record.check(self.model_dir, configs("--global_batch_size=32", "--accumulate_steps=2"))
+      run_record.check(self.model_dir, parsed.configs("--global_batch_size=32", "--accumulate_steps=2"))
 
   def test_a_first_start_replaces_a_record_that_bound_nothing(self):
-    run_record.record(self.model_dir, configs("--learning_rate=0.5"), step=0, replace=True)
-    run_record.record(self.model_dir, configs("--learning_rate=0.002"), step=0, replace=True)
+    run_record.record(self.model_dir, parsed.configs("--learning_rate=0.5"), step=0, replace=True)
+    run_record.record(self.model_dir, parsed.configs("--learning_rate=0.002"), step=0, replace=True)
     self.assertEqual(self.stored()["changes"], [])
 
 

@@ -1,0 +1,96 @@
+"""A built job's outer loop: its controller (train, eval or both) or its sidecar evaluator, with checkpoints, best, early stop and recovery."""
+
+import os
+from typing import Callable, Iterator, Optional
+
+from input import pipeline
+from trainer import step as step_lib
+from trainer.loop import actions
+from trainer.loop import best
+from trainer.loop import checkpoints
+from trainer.loop import controller as controller_lib
+from trainer.loop import lock
+from trainer.loop import periodic_eval
+from trainer.loop import recovery
+from trainer.loop import sidecar as sidecar_lib
+from trainer.program import build
+from trainer.program import run_record
+
+
+def _training_input(job: build.Job) -> Callable[[int], Iterator]:
+  """`start(step) -> iterator`: the distributed training input from global step `step`, in
+  the step's current round of draws (a recovery moves it on)."""
+
+  def start(step: int) -> Iterator:
+    dataset_fn = job.train_dataset_fn(step, int(job.train_step.reseeds.numpy()))
+    return iter(pipeline.distribute(job.strategy, dataset_fn,
+                                    per_replica_buffer=job.configs.data.per_replica_buffer))
+
+  return start
+
+
+def controller(job: build.Job, *, train: bool = True) -> controller_lib.Controller:
+  """Restores the newest intact checkpoint and returns the job's controller; with `train`,
+  also starts the training input and records the model card in config.json.
+
+  Raises:
+    ValueError: not training, and there is no checkpoint to evaluate.
+  """
+  run = job.configs.run
+  manager = checkpoints.manager(job.checkpoint, run.model_dir, save_dir=job.out_dir,
+                                max_to_keep=run.keep_checkpoints)
+  if not train and manager.latest_checkpoint is None:
+    raise ValueError(f"--mode={run.mode} needs a trained model, but {run.model_dir} holds no "
+                     "checkpoint: train first (--mode=train), or pass the --model_dir of a "
+                     "trained run.")
+  iterator, recover = None, None
+  if train:
+    start_input = _training_input(job)
+    recover = recovery.Recovery(
+        attempts=job.loop.recover_attempts, train_step=job.train_step,
+        model_dir=run.model_dir, restore=lambda: checkpoints.restore_run(job.checkpoint,
+                                                                         run.model_dir),
+        restart_input=start_input, write=job.out_dir == run.model_dir)
+    job.train_step.reseed(len(recover.history))  # a resumed run keeps its fresh draws
+    iterator = start_input(int(job.train_step.global_step.numpy()))
+    first = manager.latest_checkpoint is None  # the run starts
+    job.card.write(job.out_dir, replace=first)
+    run_record.record(job.out_dir, job.configs, step=int(job.train_step.global_step.numpy()),
+                      replace=first)
+  return controller_lib.Controller(
+      job.train_step, iterator, manager, job.loop, evaluate=_periodic_eval(job),
+      summary_dir=os.path.join(job.out_dir, "train"),
+      agree=actions.stop_agreement(job.strategy) if job.workers > 1
+      else lambda stop_here: stop_here,
+      keep_best=_keep_best(job),
+      early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None,
+      recovery=recover)
+
+
+def sidecar(job: build.Job) -> sidecar_lib.Sidecar:
+  """The sidecar evaluator of the run in --model_dir (--mode=continuous_eval)."""
+  run = job.configs.run
+  return sidecar_lib.Sidecar(
+      checkpoint=job.checkpoint, model_dir=run.model_dir, evaluate=_periodic_eval(job),
+      train_steps=run.train_steps, checkpoint_every=run.checkpoint_every,
+      training=lambda: lock.training(run.model_dir),
+      timeout_seconds=run.eval_timeout, keep_best=_keep_best(job))
+
+
+def _periodic_eval(job: build.Job) -> Optional[periodic_eval.PeriodicEval]:
+  """The eval as the loop runs it (on the weight average if the run keeps one)."""
+  if job.evaluator is None:
+    return None
+  ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
+  return periodic_eval.PeriodicEval(
+      job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
+      clips=job.configs.run.eval_clips,
+      weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
+
+
+def _keep_best(job: build.Job) -> Optional[best.KeepBest]:
+  metric = job.configs.run.keep_best
+  if metric and job.evaluator is None:  # --eval_split names a split the data lacks
+    raise ValueError(f"--keep_best={metric} needs the eval split --eval_split="
+                     f"{job.configs.data.eval_split}, which {job.configs.data.data_dir} lacks.")
+  return best.KeepBest(job.checkpoint, job.out_dir, metric) if metric else None
