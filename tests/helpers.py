@@ -23,7 +23,7 @@ from trainer.loop import controller
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A trainer.main run small enough for tests: cpu.flags at 8 kHz, a tiny corpus and model.
 TINY = [
-    "--flagfile=flags/cpu.flags", "--cpu_replicas=2", "--sample_rate=8000",
+    "--flagfile=cpu.flags", "--cpu_replicas=2", "--sample_rate=8000",
     "--synthetic_examples=32", "--synthetic_eval_examples=6", "--synthetic_seconds=0.5",
     "--crop_seconds=0.5", "--hidden=8", "--depth=2", "--attention_heads=2",
     "--global_batch_size=8", "--steps_per_loop=5", "--log_every=5", "--checkpoint_every=10",
@@ -33,7 +33,7 @@ TINY = [
 def env(**overrides) -> dict:
   """The environment for a child process of the suite: this one, quiet TensorFlow, the repo
   importable from anywhere."""
-  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, **overrides)
+  return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO, **overrides}
 
 
 def run_module(module: str, *args, timeout=600, cwd=REPO, **kwargs):

@@ -1,4 +1,4 @@
-"""Tests for trainer.program.flagfiles: the design card's `--flagfile=a100.flags` works verbatim."""
+"""Tests for trainer.program.flagfiles: the design card's `--flagfile=a100.flags` works verbatim, from any directory, includes and all."""
 
 import os
 import subprocess
@@ -9,23 +9,58 @@ import tensorflow as tf
 from tests import helpers
 from trainer.program import flagfiles
 
-REPO = helpers.REPO
+FLAGS_DIR = os.path.join(helpers.REPO, "flags")
+
+
+def flags_in(name):
+  with open(os.path.join(FLAGS_DIR, name)) as f:
+    return [line.strip() for line in f if line.strip() and not line.startswith("#")]
 
 
 class ResolveTest(tf.test.TestCase):
 
-  def test_a_bare_name_resolves_to_the_flags_folder(self):
-    self.assertEqual(flagfiles.resolve(["prog", "--flagfile=a100.flags", "--x=1"]),
-                     ["prog", f"--flagfile={REPO}/flags/a100.flags", "--x=1"])
-    self.assertEqual(flagfiles.resolve(["prog", "--flagfile", "cpu.flags"]),
-                     ["prog", "--flagfile", f"{REPO}/flags/cpu.flags"])
+  def setUp(self):
+    super().setUp()
+    cwd = os.getcwd()
+    os.chdir(self.create_tempdir().full_path)
+    self.addCleanup(os.chdir, cwd)
 
-  def test_existing_files_paths_and_unknown_names_are_left_alone(self):
-    here = self.create_tempfile("a100.flags", "--train_steps=3\n").full_path
-    os.chdir(os.path.dirname(here))
-    argv = ["prog", "--flagfile=a100.flags", "--flagfile=other/cpu.flags",
-            "--flagfile=nothing.flags"]
-    self.assertEqual(flagfiles.resolve(argv), argv)
+  def test_a_bare_name_is_the_installed_flagfile_expanded(self):
+    self.assertEqual(FLAGS_DIR, flagfiles.FLAGS_DIR)
+    self.assertEqual(flagfiles.resolve(["prog", "--flagfile=cpu.flags", "--x=1"]),
+                     ["prog", *flags_in("cpu.flags"), "--x=1"])
+    self.assertEqual(flagfiles.resolve(["prog", "--flagfile", "cpu.flags"]),
+                     ["prog", *flags_in("cpu.flags")])
+
+  def test_includes_resolve_from_any_directory_and_later_flags_win(self):
+    mixing = flagfiles.resolve(["--flagfile=a100_mixing.flags"])
+    self.assertEqual(mixing, flags_in("a100.flags") + flags_in("a100_mixing.flags")[1:])
+    self.assertIn("--model_dir=runs/a100", mixing)
+    self.assertLess(mixing.index("--model_dir=runs/a100"),
+                    mixing.index("--model_dir=runs/a100_mixing"))
+
+  def test_a_local_file_wins_and_includes_are_relative_to_their_file(self):
+    os.makedirs("mine")
+    with open("mine/base.flags", "w") as f:
+      f.write("# comment\n\n--train_steps=3\n// also a comment\n")
+    with open("mine/top.flags", "w") as f:
+      f.write("--flagfile=base.flags\n--flagfile=cpu.flags\n")
+    with open("cpu.flags", "w") as f:
+      f.write("--train_steps=9\n")
+    self.assertEqual(flagfiles.resolve(["--flagfile=mine/top.flags"]),
+                     ["--train_steps=3", *flags_in("cpu.flags")])
+    self.assertEqual(flagfiles.resolve(["--flagfile=cpu.flags"]), ["--train_steps=9"])
+
+  def test_unknown_names_are_left_for_absl_and_cycles_are_refused(self):
+    self.assertEqual(flagfiles.resolve(["--flagfile=nothing.flags"]),
+                     ["--flagfile=nothing.flags"])
+    with open("a.flags", "w") as f:
+      f.write("--flagfile=b.flags\n")
+    with open("b.flags", "w") as f:
+      f.write("--flagfile=a.flags\n")
+    with self.assertRaisesRegex(ValueError, r"include each other: .*a.flags -> .*b.flags -> "
+                                r".*a.flags"):
+      flagfiles.resolve(["--flagfile=a.flags"])
 
 
 class ProgramTest(tf.test.TestCase):
@@ -42,7 +77,7 @@ class ProgramTest(tf.test.TestCase):
                      r"^trainer.main: No data: pass --data_dir")
     missing = subprocess.run(
         [sys.executable, "-m", "trainer.main", "--flagfile=a1000.flags"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=helpers.REPO, capture_output=True, text=True, timeout=300,
         env=helpers.env())
     self.assertIn("a1000.flags", missing.stderr)
 
