@@ -1,8 +1,17 @@
-"""Tests for input.audio's window starts: hop-spaced windows, a tail window that ends at the end, none padded."""
+"""Tests for input.audio's PCM conversion and window starts (hop-spaced windows, a tail window that ends at the end, none padded)."""
 
+import numpy as np
 import tensorflow as tf
 
 from input import audio
+
+
+class ToInt16Test(tf.test.TestCase):
+
+  def test_to_int16_counts_clipping(self):
+    pcm, clipped = audio.to_int16(np.array([0.5, 1.2, -1.0, -1.5]))
+    self.assertEqual(pcm.tolist(), [16384, 32767, -32768, -32768])
+    self.assertEqual(clipped, 2)
 
 
 class WindowStartsTest(tf.test.TestCase):
