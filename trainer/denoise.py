@@ -98,7 +98,7 @@ def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: floa
   out = audio.resample(enhanced, model_rate, rate, name="output", length=len(signal))
   if rate > model_rate:
     out += band_extension.extend(signal, rate, at_model_rate, enhanced, model_rate)
-  return kept_input.mix(out, signal, rate, keep=keep_input, presence_keep=keep_presence)
+  return kept_input.add_back(out, signal, rate, keep=keep_input, presence_keep=keep_presence)
 
 
 def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10.0,
@@ -229,14 +229,13 @@ if __name__ == "__main__":
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
   flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
-  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input mixed "
-                     "into the output outside the presence band: limits the noise attenuation "
+  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input added "
+                     "back to the output outside the presence band: limits the noise attenuation "
                      "(0.15: about -16.5 dB) and restores speech detail; 0 (with "
                      "--keep_presence=0): the model's output alone.")
-  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input mixed "
+  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input added "
                      "back in the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
-                     "consonants live (0.5: about -6 dB at most). On held-out speech (see "
-                     "BENCHMARKS.md) 0.15/0.5 beat a uniform 0.25 by +0.3 dB SI-SDR and "
-                     "+0.003-0.005 STOI; equal to --keep_input, one share everywhere.")
+                     "consonants live (0.5: about -6 dB at most); equal to --keep_input, one "
+                     "share everywhere. BENCHMARKS.md compares the shares on held-out speech.")
   flags.mark_flags_as_required(["saved_model", "input", "output"])
   app.run(main)

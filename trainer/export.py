@@ -16,10 +16,10 @@ from common import checks
 from common import cli
 from common import files
 from trainer import optim
-from trainer import step
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.models import card as card_lib
+from trainer.models import contract
 
 
 class ExportedDenoiser(tf.Module):
@@ -57,7 +57,7 @@ def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "late
     raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
                      "--ema_decay, or export --weights=raw.")
   if has_average and weights != "raw":
-    variables = step.tf_variables(model)
+    variables = contract.tf_variables(model)
     ema = optim.ExponentialMovingAverage(0.5)
     ema.build(variables)
     checkpoints.restore(tf.train.Checkpoint(ema=ema), restored, partial=True)

@@ -1,6 +1,6 @@
 """How much of the unprocessed input goes back into a denoiser's output, by frequency.
 
-Mixing a share `k` of the input back (`enhanced + k * (input - enhanced)`)
+Adding a share `k` of the input back (`enhanced + k * (input - enhanced)`)
 limits the attenuation to about `20 log10(k)` dB and restores speech that the
 model removed. The share depends on frequency: more is kept in the presence
 band (3-5 kHz), where consonant cues live and where the default model, faced
@@ -29,8 +29,8 @@ def shares(frequencies: np.ndarray, keep: float, presence_keep: float) -> np.nda
   return np.interp(log_hz, np.log(PRESENCE_HZ), [keep, presence_keep, presence_keep, keep])
 
 
-def mix(enhanced: np.ndarray, signal: np.ndarray, rate: int, *, keep: float = KEEP,
-        presence_keep: float = PRESENCE_KEEP) -> np.ndarray:
+def add_back(enhanced: np.ndarray, signal: np.ndarray, rate: int, *, keep: float = KEEP,
+            presence_keep: float = PRESENCE_KEEP) -> np.ndarray:
   """`enhanced` with `shares(f)` of `(signal - enhanced)` added back; same length, float32.
 
   A zero-phase FFT filter, applied BLOCK_SECONDS at a time with PAD_SECONDS of

@@ -26,6 +26,7 @@ from ops import stateless
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 from trainer import replicated
+from trainer.models import contract
 
 PRECISIONS = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
               "mixed_float16": tf.float16}
@@ -60,18 +61,6 @@ def local_replicas(strategy: tf.distribute.Strategy) -> int:
     return len(strategy.extended.worker_devices)
   except RuntimeError:  # the default strategy has no worker_devices()
     return 1
-
-
-def is_keras(model) -> bool:
-  """Keras models take `training=` and collect regularisation `losses` (told apart by their
-  classes, so the core never imports Keras)."""
-  return any(c.__module__.split(".")[0] == "keras" for c in type(model).__mro__)
-
-
-def tf_variables(module) -> list:
-  """The tf.Variables behind `module.trainable_variables` (Keras 3 wraps them in `.value`)."""
-  return [v if isinstance(v, tf.Variable) else v.value for v in module.trainable_variables]
-
 
 
 class TrainStep:
@@ -150,7 +139,7 @@ class TrainStep:
     self.accumulate_steps = checks.at_least("accumulate_steps", accumulate_steps, 1)
     self._clip_norm = None if clip_norm is None else checks.positive("clip_norm", clip_norm)
     self.model, self.optimizer, self.strategy = model, optimizer, strategy
-    self._keras = is_keras(model)
+    self._keras = contract.is_keras(model)
     self._variables = self._trainable_variables(precision)
     with strategy.scope():
       self.loss_scale = loss_scale or loss_scale_lib.for_precision("auto", precision)
@@ -174,7 +163,7 @@ class TrainStep:
           f"computes in {self.model.compute_dtype}: build it after "
           f"keras.mixed_precision.set_global_policy({precision!r}) (or pass dtype= to its "
           "layers).")
-    variables = tf_variables(self.model)
+    variables = contract.tf_variables(self.model)
     if not variables:
       raise ValueError("The model has no trainable variables yet: build it (call it once "
                        "on an example batch) under strategy.scope() before make_train_step.")

@@ -10,7 +10,7 @@ from trainer import denoise
 from trainer import kept_input
 
 RATE, MODEL_RATE = 48000, 16000
-RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input mixed back
+RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input added back
 
 
 def model(gain_fn):

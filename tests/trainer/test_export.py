@@ -13,11 +13,11 @@ from input import audio
 from trainer import denoise
 from trainer import export
 from trainer import optim
-from trainer import step
 from tests import helpers
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.models import card as card_lib
+from trainer.models import contract
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
                               max_hidden=10000, causal=False, attention_heads=2,
@@ -181,7 +181,7 @@ class ExportTest(tf.test.TestCase):
   def test_the_weight_average_is_exported_when_the_run_kept_one(self):
     with self.assertRaisesRegex(ValueError, "--weights=ema, but .* holds no weight average"):
       export.export(self.model_dir, os.path.join(self.out_dir, "ema"), weights="ema")
-    variables = step.tf_variables(self.model)
+    variables = contract.tf_variables(self.model)
     ema = optim.ExponentialMovingAverage(0.5)
     ema.build(variables)
     for average in ema.average:
@@ -189,7 +189,7 @@ class ExportTest(tf.test.TestCase):
     tf.train.Checkpoint(model=self.model, ema=ema).save(
         os.path.join(self.model_dir, "checkpoints", "ckpt"))
     averaged = card_lib.ModelCard.from_json(self.description).build()
-    ema.copy_to(step.tf_variables(averaged))
+    ema.copy_to(contract.tf_variables(averaged))
     x = tf.random.normal([1, 1234])
     for weights, want in (("auto", averaged), ("ema", averaged), ("raw", self.model)):
       loaded = tf.saved_model.load(export.export(

@@ -10,6 +10,7 @@ from tests import helpers
 from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 from trainer import step as step_lib
+from trainer.models import contract
 
 class StepEquivalenceTest(tf.test.TestCase):
 
@@ -283,7 +284,7 @@ class LossScaleStepTest(tf.test.TestCase):
     before = helpers.weights(model)
     metrics = train(helpers.iterator(strategy, examples, 4))
     self.assertAllEqual(metrics["replica_nonfinite"], [0.0, 1.0])
-    for variable in step_lib.tf_variables(model):
+    for variable in contract.tf_variables(model):
       for local in strategy.experimental_local_results(variable):
         self.assertTrue(np.isfinite(local.numpy()).all())
     for x, y in zip(before, helpers.weights(model)):
@@ -345,7 +346,7 @@ class PrecisionAndModelsTest(tf.test.TestCase):
     for _ in range(3):
       last = float(train(it)["loss"])
     self.assertLess(last, 0.8 * first)
-    self.assertTrue(all(v.dtype == tf.float32 for v in step_lib.tf_variables(model)))
+    self.assertTrue(all(v.dtype == tf.float32 for v in contract.tf_variables(model)))
 
   def test_keras3_model_trains_under_two_replicas(self):
     strategy = helpers.mirrored()
@@ -364,7 +365,7 @@ class PrecisionAndModelsTest(tf.test.TestCase):
     for _ in range(3):
       last = float(train(it)["loss"])
     self.assertLess(last, 0.8 * first)
-    kernel = step_lib.tf_variables(model)[0]
+    kernel = contract.tf_variables(model)[0]
     local = strategy.experimental_local_results(kernel)
     self.assertLen(local, 2)
     self.assertAllEqual(local[0], local[1])

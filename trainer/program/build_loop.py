@@ -4,7 +4,6 @@ import os
 from typing import Callable, Iterator, Optional
 
 from input import pipeline
-from trainer import step as step_lib
 from trainer.loop import actions
 from trainer.loop import best
 from trainer.loop import checkpoints
@@ -13,6 +12,7 @@ from trainer.loop import lock
 from trainer.loop import periodic_eval
 from trainer.loop import recovery
 from trainer.loop import sidecar as sidecar_lib
+from trainer.models import contract
 from trainer.program import build
 from trainer.program import run_record
 
@@ -81,7 +81,7 @@ def _periodic_eval(job: build.Job) -> Optional[periodic_eval.PeriodicEval]:
   """The eval as the loop runs it (on the weight average if the run keeps one)."""
   if job.evaluator is None:
     return None
-  ema, variables = job.train_step.ema, step_lib.tf_variables(job.train_step.model)
+  ema, variables = job.train_step.ema, contract.tf_variables(job.train_step.model)
   return periodic_eval.PeriodicEval(
       job.evaluator, out_dir=job.out_dir, sample_rate=job.eval_manifest.sample_rate,
       clips=job.configs.run.eval_clips,

@@ -11,7 +11,7 @@ from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 from trainer import step as step_lib
 from trainer.evaluation import evaluator as evaluator_lib
-from trainer.evaluation import losses
+from trainer import losses
 from trainer.models import card as card_lib
 
 

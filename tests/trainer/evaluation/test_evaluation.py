@@ -12,7 +12,7 @@ import tensorflow as tf
 from input import audio
 from input import speech
 from trainer.evaluation import evaluator as evaluator_lib
-from trainer.evaluation import losses
+from trainer import losses
 from trainer.evaluation import perceptual
 from trainer.loop import periodic_eval
 from tests import helpers

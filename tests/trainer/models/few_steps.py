@@ -14,8 +14,9 @@ from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-direct
 import ops
 from trainer import optim
 from trainer import step as step_lib
-from trainer.evaluation import losses
+from trainer import losses
 from trainer.models import card as card_lib
+from trainer.models import contract
 from trainer.program import strategy as strategy_lib
 
 ARCHITECTURES = ("mask", "unet")
@@ -56,7 +57,7 @@ def train(architecture: str, strategy: tf.distribute.Strategy, *, precision="flo
       context.get_per_replica_batch_size(BATCH), drop_remainder=True)
   iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
   step_losses = [float(train_step(iterator)["loss"]) for _ in range(STEPS)]
-  return [v.numpy() for v in step_lib.tf_variables(model)], step_losses
+  return [v.numpy() for v in contract.tf_variables(model)], step_losses
 
 
 def main(argv):

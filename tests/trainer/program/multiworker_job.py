@@ -24,6 +24,7 @@ def main(output, mirrored):
   else:
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
   from tests import helpers  # pylint: disable=g-import-not-at-top
+  from trainer.models import contract  # pylint: disable=g-import-not-at-top
   examples = helpers.data(STEPS * PER_REPLICA * REPLICAS, seed=5)
   # batches[k, r]: what replica r trains on at step k.
   batches = {key: value.reshape(STEPS, REPLICAS, PER_REPLICA, -1)
@@ -42,7 +43,7 @@ def main(output, mirrored):
                                  global_batch_size=PER_REPLICA * REPLICAS)
   train(iter(strategy.distribute_datasets_from_function(dataset_fn)))
   weights = [strategy.experimental_local_results(v)[0].numpy()
-             for v in helpers.step_lib.tf_variables(model)]
+             for v in contract.tf_variables(model)]
   task = strategy.cluster_resolver.task_id if not mirrored else 0
   np.savez(f"{output}-{task}.npz", *weights)
 

@@ -1,4 +1,4 @@
-"""Denoising losses: waveform L1 or -SI-SDR, plus a multi-resolution STFT loss with resolutions in seconds, an intelligibility (STOI-like) term and an over-suppression term."""
+"""The training objective: waveform L1 or -SI-SDR, plus a multi-resolution STFT loss with resolutions in seconds, an intelligibility (STOI-like) term and an over-suppression term."""
 
 from typing import Sequence, Tuple
 
