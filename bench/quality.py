@@ -1,16 +1,17 @@
 """Benchmark: speech quality on held-out speech in noise, each file at its own rate: noisy input vs spectral gating vs trained models.
 
-The path a user takes: bench.heldout's set (real 48 kHz, festival 16 and 32
+The path a user takes: input.heldout's set (real 48 kHz, festival 16 and 32
 kHz, espeak-ng 22.05 kHz speech the corpus generator never made) is mixed with
 white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
 utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
 mode), each model an exported SavedModel run through `trainer.denoise`'s code
-(resampled to the model's rate and back, 20% of the input kept: its default). SI-SDR is scored at the file's
-rate, wide-band PESQ and STOI at 16 kHz. Prints Markdown tables for
+(resampled to the model's rate and back, with the input it adds back by default:
+trainer.kept_input). SI-SDR is scored at the file's rate, wide-band PESQ and
+STOI at 16 kHz. Prints Markdown tables for
 BENCHMARKS.md, by rate, noise, SNR and speech source.
 
-Run (pip install -e '.[bench,metrics]' and the Debian voices in bench/heldout.py):
+Run (pip install -e '.[bench,metrics]' and the Debian voices in input/heldout.py):
   python -m bench.quality --saved_model=default=exported/default [--saved_model=name=dir ...]
 """
 
@@ -23,8 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 
-from bench import heldout  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
+from input import heldout  # pylint: disable=g-import-not-at-top
 from trainer import denoise  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top

@@ -87,7 +87,7 @@ class SpeechTest(tf.test.TestCase):
 
   def test_long_term_spectrum_matches_recorded_speech(self):
     # Octave-band shares of total power (dB) measured on recordings: alsa-utils' human
-    # voice and festival's diphone voice (cut from recordings), as bench/heldout.py loads them.
+    # voice and festival's diphone voice (cut from recordings), as input/heldout.py loads them.
     recorded = {(100, 200): -4.2, (200, 400): -5.0, (400, 800): -7.8, (800, 1600): -11.8,
                 (1600, 3200): -19.2, (3200, 6400): -21.0, (6400, 8000): -26.5}
     audio = np.concatenate([speech.utterance(np.random.default_rng(seed), 2 * RATE, RATE)

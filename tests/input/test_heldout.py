@@ -1,4 +1,4 @@
-"""Tests for bench.heldout: the held-out noises have their textbook slopes and the mixtures their SNRs."""
+"""Tests for input.heldout: the held-out noises have their textbook slopes and the mixtures their SNRs."""
 
 import os
 
@@ -6,7 +6,7 @@ import numpy as np
 from scipy.io import wavfile
 import tensorflow as tf
 
-from bench import heldout
+from input import heldout
 
 RATE = 16000
 

@@ -1,4 +1,4 @@
-"""A held-out speech-in-noise set that the synthetic corpus generator never made, each utterance at its own rate.
+"""A held-out speech-in-noise set that the synthetic corpus generator never made, each utterance at its own rate (for bench.quality; needs the bench extra).
 
 Speech: real recordings from Debian's alsa-utils (/usr/share/sounds/alsa, a
 human voice at 48 kHz) and gcin-voice (Mandarin syllables a human voice
