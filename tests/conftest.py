@@ -22,3 +22,26 @@ tf.config.set_logical_device_configuration(
 from absl import flags  # pylint: disable=g-import-not-at-top
 
 flags.FLAGS.mark_as_parsed()
+
+import subprocess  # pylint: disable=g-import-not-at-top,g-bad-import-order
+import sys  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+
+@pytest.fixture(autouse=True)
+def _python_children_need_the_end_to_end_mark(request, monkeypatch):
+  """A test that starts a Python child process (a program, a CLI, a worker) must be marked
+  `end_to_end`, so `-m "not end_to_end"` runs the in-process suite alone."""
+  if request.node.get_closest_marker("end_to_end"):
+    return
+  start = subprocess.Popen.__init__
+
+  def refuse_python(self, args, *rest, **kwargs):
+    program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
+    if program == sys.executable:
+      pytest.fail(f"{request.node.nodeid} starts {' '.join(map(str, args[:3]))} ...: mark "
+                  "it @pytest.mark.end_to_end.", pytrace=False)
+    start(self, args, *rest, **kwargs)
+
+  monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)

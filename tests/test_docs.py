@@ -42,6 +42,7 @@ def help_text(module: str) -> str:
 @pytest.mark.slow
 class DocsTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_every_flag_and_flagfile_a_command_names_exists(self):
     checked = 0
     for page in PAGES:

@@ -30,6 +30,7 @@ class PackagingTest(tf.test.TestCase):
     self.assertEqual(setup_cfg()["options"]["package_dir"].split(), ["trainer.flags", "=",
                                                                      "flags"])
 
+  @pytest.mark.end_to_end
   @pytest.mark.slow
   def test_an_installed_copy_diagnoses_cpu_flags_from_another_directory(self):
     source = os.path.join(self.create_tempdir().full_path, "source")

@@ -8,6 +8,7 @@ import wave
 
 from absl.testing import parameterized
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_io as tfio
 
@@ -167,6 +168,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     leftovers = os.listdir(self.output_dir) if os.path.exists(self.output_dir) else []
     self.assertEmpty(leftovers)
 
+  @pytest.mark.end_to_end
   def test_an_existing_split_is_refused_unless_overwrite(self):
     self.add_pair("a.wav", 48000, "wav16")
     first = self.run_prepare()
@@ -186,6 +188,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(replaced.returncode, 0, replaced.stderr[-2000:])
     self.assertLen(records.read_manifest(self.output_dir, "train").shards, 2)
 
+  @pytest.mark.end_to_end
   def test_command_line_error_is_one_clear_line(self):
     os.makedirs(self.noisy_dir)
     os.makedirs(self.clean_dir)
@@ -253,6 +256,7 @@ class SourcesAndRoomsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "No rooms: pass --input_dir"):
       prepare.prepare_rooms(self.output_dir, split="none")
 
+  @pytest.mark.end_to_end
   def test_the_command_builds_a_store_of_measured_rooms_alone(self):
     rir_dir = os.path.join(self.root, "rirs")
     measured = np.zeros(24000)
@@ -266,6 +270,7 @@ class SourcesAndRoomsTest(tf.test.TestCase):
     manifest = records.read_manifest(self.output_dir, "rooms", kind="rir")
     self.assertEqual((manifest.num_examples, manifest.segment_samples), (2, 4000))
 
+  @pytest.mark.end_to_end
   def test_command_line_source_without_input_dir_is_one_clear_line(self):
     result = subprocess.run(
         [sys.executable, "-m", "input.prepare", "--kind=noise", f"--output_dir={self.root}"],

@@ -133,6 +133,7 @@ class ServiceTest(tf.test.TestCase):
 @pytest.mark.slow
 class ServiceCommandLineTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_trainer_consumes_from_service_processes(self):
     from trainer.program import launch_local  # pylint: disable=g-import-not-at-top
     ports = launch_local.free_ports(3)

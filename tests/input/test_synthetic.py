@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from input import records
@@ -104,6 +105,7 @@ def full_disk(limit_bytes=50000):
 
 class FullDiskTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_a_full_disk_is_one_clear_line_and_the_existing_split_survives(self):
     data_dir = self.create_tempdir().full_path
     command = [sys.executable, "-m", "input.synthetic", f"--output_dir={data_dir}",

@@ -7,6 +7,7 @@ import types
 from unittest import mock
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from input import audio
@@ -227,6 +228,7 @@ class ExportTest(tf.test.TestCase):
                                 f"{missing}.index\\)"):
       export.export(self.model_dir, f"{self.out_dir}/m", checkpoint=missing)
 
+  @pytest.mark.end_to_end
   def test_a_checkpoint_without_the_models_variables_is_refused(self):
     other = "mask" if self.description.get("architecture") != "mask" else "unet"
     other_model = card_lib.ModelCard.create(other, sample_rate=8000, hidden=8, depth=2).build()

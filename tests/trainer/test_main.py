@@ -24,6 +24,8 @@ from tests import helpers
 from trainer.evaluation import metrics
 from trainer.models import card as model_card
 
+pytestmark = pytest.mark.end_to_end  # the program as a user runs it: child processes
+
 REPO, TINY = helpers.REPO, helpers.TINY
 
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import tensorflow as tf
 
 from tests import helpers
@@ -103,6 +104,7 @@ class SaveTest(tf.test.TestCase):
                                 r"space or make it writable\.$"):
       checkpoints.save(manager, 7)
 
+  @pytest.mark.end_to_end
   def test_a_full_disk_keeps_the_last_checkpoint_and_leaves_no_partial_files(self):
     directory = self.create_tempdir().full_path
     script = textwrap.dedent(f"""

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from trainer.loop import lock
@@ -25,6 +26,7 @@ class LockTest(tf.test.TestCase):
     self.assertFalse(os.path.exists(path))  # released
     lock.release(lock.acquire(model_dir))
 
+  @pytest.mark.end_to_end
   def test_a_lock_whose_process_is_gone_is_taken_over(self):
     model_dir = self.create_tempdir().full_path
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -34,6 +34,7 @@ class StockKernelsTest(tf.test.TestCase, parameterized.TestCase):
 @pytest.mark.slow
 class OneDnnEquivalenceTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_training_on_the_other_cpu_backend_gives_the_same_weights(self):
     here = few_steps.onednn_enabled()
     path = tempfile.mkdtemp() + "/other.npz"

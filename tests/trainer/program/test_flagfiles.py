@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from tests import helpers
@@ -65,6 +66,7 @@ class ResolveTest(tf.test.TestCase):
 
 class ProgramTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_the_cards_command_reads_flags_a100_from_any_directory(self):
     result = subprocess.run(
         [sys.executable, "-m", "trainer.main", "--flagfile=a100.flags"],

@@ -50,6 +50,7 @@ def children(pid):
 @pytest.mark.slow
 class MultiWorkerTest(tf.test.TestCase):
 
+  @pytest.mark.end_to_end
   def test_two_workers_equal_one_process_with_two_replicas(self):
     out = tempfile.mkdtemp()
     code = launch_local.launch(2, [f"{out}/workers"], module="tests.trainer.program.multiworker_job",
@@ -65,6 +66,7 @@ class MultiWorkerTest(tf.test.TestCase):
       self.assertAllEqual(worker0[key], worker1[key])
       self.assertAllClose(worker0[key], mirrored[key], rtol=1e-5, atol=1e-7)
 
+  @pytest.mark.end_to_end
   def test_only_the_chief_writes_and_sigterm_on_one_worker_stops_all_consistently(self):
     root = tempfile.mkdtemp()
     flags = helpers.TINY + ["--cpu_replicas=1", f"--synthetic_dir={root}/synthetic",
