@@ -19,6 +19,7 @@ from input import records
 from trainer import optim
 from trainer import step as step_lib
 from trainer.loop import controller
+from trainer.models import contract
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A trainer.main run small enough for tests: cpu.flags at 8 kHz, a tiny corpus and model.
@@ -117,7 +118,7 @@ def build(strategy, model_fn=Tiny, learning_rate=0.01, **kwargs):
 
 
 def weights(model):
-  return [v.numpy() for v in step_lib.tf_variables(model)]
+  return [v.numpy() for v in contract.tf_variables(model)]
 
 
 # The outer loop with a scripted step and checkpoint manager.

@@ -58,11 +58,13 @@ def for_precision(kind: str, precision: str, *, initial: float = 2.0**15,
                   growth_interval: int = 2000) -> LossScale:
   """A LossScale from a configuration string: dynamic | fixed | none | auto.
 
-  `auto` is dynamic for mixed_float16 (whose gradients underflow without it)
-  and none otherwise.
+  `auto` is dynamic for the mixed precisions and none for float32. float16
+  gradients underflow without it; bfloat16 has float32's exponent range, so a
+  power-of-two scale leaves its gradients as they are (bench.loss_scale) and
+  costs one multiply, while the step keeps one code path for both.
   """
   if kind == "auto":
-    kind = "dynamic" if precision == "mixed_float16" else "none"
+    kind = "none" if precision == "float32" else "dynamic"
   if kind == "dynamic":
     return LossScale(initial=initial, growth_interval=growth_interval)
   if kind == "fixed":

@@ -39,7 +39,8 @@ class LossScaleTest(tf.test.TestCase, parameterized.TestCase):
       self.assertEqual(int(scale.skipped_steps.numpy()), 1)
 
   @parameterized.parameters(("auto", "mixed_float16", True, 2.0**15),
-                            ("auto", "mixed_bfloat16", False, 1.0),
+                            ("auto", "mixed_bfloat16", True, 2.0**15),
+                            ("auto", "float32", False, 1.0),
                             ("dynamic", "mixed_bfloat16", True, 2.0**15),
                             ("fixed", "float32", False, 2.0**15),
                             ("none", "mixed_float16", False, 1.0))

@@ -13,6 +13,7 @@ import tensorflow as tf
 from common import checks
 from tests import helpers
 from tests.trainer.program import parsed
+from trainer import loss_scale
 from trainer.evaluation import perceptual
 from trainer.program import build_data
 from trainer.program import strategy
@@ -47,7 +48,8 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
     if gpus:
       self.assertEqual(configs.run.global_batch_size // replicas, 32)  # per-GPU batch 32
       self.assertEqual(configs.optimization.precision, "mixed_bfloat16")
-      self.assertEqual(configs.optimization.loss_scale, "dynamic")
+      self.assertTrue(loss_scale.for_precision(configs.optimization.loss_scale,
+                                               configs.optimization.precision).dynamic)
       self.assertEqual(configs.data.crop_seconds, 10.0)
       # reverberation on the GPUs: RevEcho in the step, or the mix's rooms
       self.assertTrue(configs.data.reverb == "device" or (configs.data.mixing and

@@ -25,7 +25,8 @@ class OptimizationConfig:
   clip_norm: Optional[float] = flag(None, "Clip the global gradient norm (unset: no clipping).")
   precision: str = flag("float32", "Compute precision; variables stay float32.",
                         choices=list(step.PRECISIONS))
-  loss_scale: str = flag("auto", "auto: dynamic for mixed_float16, none otherwise.",
+  loss_scale: str = flag("auto", "auto: dynamic for mixed_float16 and mixed_bfloat16 (for "
+                         "bf16 it changes no gradient: BENCHMARKS.md), none for float32.",
                          choices=["auto", "dynamic", "fixed", "none"])
   initial_loss_scale: float = flag(2.0**15, "Initial (or fixed) loss scale.")
   loss_scale_growth_interval: int = flag(2000, "Finite steps before a dynamic loss scale "
