@@ -18,7 +18,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
 from trainer.models import unet  # pylint: disable=g-import-not-at-top
-from trainer.evaluation import losses  # pylint: disable=g-import-not-at-top
+from trainer import losses  # pylint: disable=g-import-not-at-top
 from trainer import optim  # pylint: disable=g-import-not-at-top
 from trainer import step as step_lib  # pylint: disable=g-import-not-at-top
 

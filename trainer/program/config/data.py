@@ -78,8 +78,7 @@ class DataConfig:
   reverb_keep_clean: float = flag(0.1, "Share of the clean reverb kept in the target.")
   remix_proba: float = flag(0.5, "Probability that an example's noise is swapped, in the step, "
                             "for another example's at a fresh -5..20 dB SNR (dynamic mixing; "
-                            "measured on held-out speech: +0.6 dB SI-SDRi, higher PESQ and "
-                            "STOI for the default model).")
+                            "its effect on held-out speech: BENCHMARKS.md).")
   data_service: Optional[str] = flag(None, "grpc://host:port of a tf.data service dispatcher "
                                      "(python -m input.service): run the training pipeline's "
                                      "reading and preprocessing on its workers.")

@@ -57,15 +57,13 @@ class ModelConfig:
   intelligibility_weight: float = flag(20.0, "Weight of an intelligibility term: 1 - a "
                                        "differentiable STOI (envelope correlation in 1/3 "
                                        "octave bands over 384 ms), 0 for a perfect estimate "
-                                       "(measured on held-out speech with the default model: "
-                                       "STOI 0.846 -> 0.860, SI-SDRi -0.2 dB; 0: off).")
+                                       "(0: off; its effect on held-out speech: "
+                                       "BENCHMARKS.md).")
   suppression_weight: float = flag(10.0, "Weight of an over-suppression term: the compressed "
                                    "spectral energy (|X|^0.3) the estimate takes away from "
                                    "the clean speech, over the speech's (0-1; residual noise "
                                    "costs nothing), so the model keeps speech it is unsure of "
-                                   "(measured on held-out speech with the default model: "
-                                   "44.1 kHz SI-SDRi +2.4 -> +3.2 dB, STOI 0.872 -> 0.874; "
-                                   "0: off).")
+                                   "(0: off; its effect on held-out speech: BENCHMARKS.md).")
 
   def shape(self) -> dict:
     """The architecture's shape arguments set by flags (its defaults fill the rest); a
