@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from bench import timing
-from trainer import export
 from trainer.models import card as card_lib
+from trainer.serving import export
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

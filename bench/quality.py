@@ -7,7 +7,7 @@ utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
 mode), each model an exported SavedModel run through `trainer.denoise`'s code
 (resampled to the model's rate and back, with the input it adds back by default:
-trainer.kept_input). SI-SDR is scored at the file's rate, wide-band PESQ and
+trainer.serving.kept_input). SI-SDR is scored at the file's rate, wide-band PESQ and
 STOI at 16 kHz. Prints Markdown tables for
 BENCHMARKS.md, by rate, noise, SNR and speech source.
 
@@ -26,9 +26,9 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import heldout  # pylint: disable=g-import-not-at-top
-from trainer import denoise  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top
+from trainer.serving import denoise  # pylint: disable=g-import-not-at-top
 
 SNRS_DB = (0, 5, 10)
 

@@ -195,3 +195,14 @@ def indexed_store(data_dir, kind, *, num_examples, num_shards, segment_samples=6
 def indices(clean_batch) -> list:
   """Example indices of a float32 clean batch written by `indexed_split`."""
   return [int(round(v)) for v in np.asarray(clean_batch)[:, 0] * 32768.0]
+
+
+def saved_run(directory, values=(1.0, 2.0, 3.0)):
+  """A checkpoint manager in `directory` with one checkpoint per value (steps 1, 2, 3...)."""
+  variable = tf.Variable(0.0)
+  checkpoint = tf.train.Checkpoint(v=variable)
+  manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=5)
+  for step, value in enumerate(values, 1):
+    variable.assign(value)
+    manager.save(checkpoint_number=step)
+  return manager

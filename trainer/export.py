@@ -1,206 +1,22 @@
-"""Exports a trained denoiser as a SavedModel with a `denoise(waveform[batch, time]) -> waveform` signature.
+"""The export command: a trained run as a SavedModel (the work is trainer.serving.export's).
 
 Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
 """
 
-import os
-import re
-import uuid
-
 from absl import app
 from absl import flags
-from absl import logging
-import tensorflow as tf
 
-from common import checks
 from common import cli
-from common import files
-from trainer import optim
-from trainer.loop import best
-from trainer.loop import checkpoints
-from trainer.models import card as card_lib
-from trainer.models import contract
-
-
-class ExportedDenoiser(tf.Module):
-  """What the SavedModel holds: the model, its sample rate and the `denoise` function."""
-
-  def __init__(self, model, sample_rate: int):
-    super().__init__()
-    self.model = model
-    self.sample_rate = tf.Variable(sample_rate, dtype=tf.int32, trainable=False)
-
-  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="waveform")])
-  def denoise(self, waveform):
-    """Enhanced float32 audio at `sample_rate`, same shape as the input."""
-    return self.model(waveform)
-
-
-WEIGHTS = ("auto", "ema", "raw")
-
-
-def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "latest"):
-  """`(model, sample_rate, weights used)` from a checkpoint of the run in `model_dir`.
-
-  `weights`: ema (the moving average; an error if the run kept none), raw (the
-  trained weights), or auto (the average if there is one). `checkpoint`: latest
-  (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
-  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000). Every variable of
-  the model must be in the checkpoint.
-  """
-  checks.one_of("weights", weights, WEIGHTS)
-  card = card_lib.ModelCard.read(model_dir)
-  model = card.build()
-  restored = _restore(model, model_dir, checkpoint)
-  has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
-  if weights == "ema" and not has_average:
-    raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
-                     "--ema_decay, or export --weights=raw.")
-  if has_average and weights != "raw":
-    variables = contract.tf_variables(model)
-    ema = optim.ExponentialMovingAverage(0.5)
-    ema.build(variables)
-    checkpoints.restore(tf.train.Checkpoint(ema=ema), restored, partial=True)
-    ema.copy_to(variables)
-    return model, card.sample_rate, "ema"
-  return model, card.sample_rate, "raw"
-
-
-def _restore(model: tf.Module, model_dir: str, checkpoint: str) -> str:
-  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `model`; its path."""
-  state = tf.train.Checkpoint(model=model)
-  if checkpoint not in ("latest", "best"):
-    path = checkpoint_prefix(checkpoint)
-    missing = missing_variables(model, path)
-    if missing:
-      total = len(model.trainable_variables)
-      raise checkpoints.CheckpointError(
-          f"--checkpoint={checkpoint} lacks {len(missing)} of the model's {total} variables "
-          f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): it is not a "
-          f"checkpoint of the model in {model_dir}. Pass one of that run's checkpoints.")
-    try:
-      checkpoints.restore(state, path, partial=True)
-    except checkpoints.UNREADABLE as e:
-      raise checkpoints.CheckpointError(f"--checkpoint={checkpoint} cannot be restored "
-                                        f"({files.reason(e)}).") from None
-    return path
-  directory = os.path.join(model_dir, best.BEST_DIR if checkpoint == "best"
-                           else checkpoints.CHECKPOINT_DIR)
-  restored = checkpoints.restore_newest_intact(state, directory, partial=True)
-  if restored is None:
-    hint = "train with --keep_best=METRIC" if checkpoint == "best" else "train first"
-    raise FileNotFoundError(f"No checkpoint in {directory}: {hint}.")
-  return restored
-
-
-def missing_variables(model: tf.Module, path: str) -> list:
-  """The variables of `model` (a tf.Module, saved as `model=`) that the checkpoint at `path`
-  does not hold, by their paths in the model."""
-  held = {name for name, _ in tf.train.list_variables(path)}
-  paths = ["/".join(map(str, where)) for where, _ in model._flatten(  # pylint: disable=protected-access
-      predicate=lambda v: isinstance(v, tf.Variable), with_path=True)]
-  return [p for p in paths if f"model/{p}/.ATTRIBUTES/VARIABLE_VALUE" not in held]
-
-
-def checkpoint_prefix(path: str) -> str:
-  """The checkpoint prefix `path` names: itself, or without the `.index` / `.data-*` file
-  ending a user may pass (said in the log).
-
-  Raises:
-    CheckpointError: there is no checkpoint at that prefix.
-  """
-  prefix = re.sub(r"\.(index|data-\d+-of-\d+)$", "", path)
-  if prefix != path:
-    logging.info("--checkpoint=%s is a file of checkpoint %s: exporting that checkpoint.",
-                 path, prefix)
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise checkpoints.CheckpointError(
-        f"--checkpoint={path} is not a checkpoint (there is no {prefix}.index): pass latest, "
-        "best, or a checkpoint prefix such as runs/x/checkpoints/ckpt-2000.")
-  return prefix
-
-
-# What tf.saved_model.save writes: a directory holding only these is an earlier export.
-SAVED_MODEL_ENTRIES = {"saved_model.pb", "variables", "assets", "fingerprint.pb"}
-
-
-def check_output(model_dir: str, output: str, *, overwrite: bool):
-  """Raises unless writing `output` can lose nothing: it is not, nor contains, nor lies inside
-  the model_dir, and it is new, empty, or (with `overwrite`) an earlier export."""
-  ancestor = os.path.dirname(os.path.abspath(output))
-  while not tf.io.gfile.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
-    ancestor = os.path.dirname(ancestor)
-  if not tf.io.gfile.isdir(ancestor):
-    raise ValueError(f"output {output} lies under {ancestor}, which is a file: choose a "
-                     "directory path for the export.")
-  if files.inside(output, model_dir) or files.inside(model_dir, output):
-    raise ValueError(f"output {output} overlaps the model_dir {model_dir}: an export is "
-                     "written apart from the run it comes from (e.g. exported/<name>).")
-  if not tf.io.gfile.exists(output) or (tf.io.gfile.isdir(output)
-                                        and not tf.io.gfile.listdir(output)):
-    return
-  entries = ({e.rstrip("/") for e in tf.io.gfile.listdir(output)}
-             if tf.io.gfile.isdir(output) else set())
-  if "saved_model.pb" not in entries or not entries <= SAVED_MODEL_ENTRIES:
-    raise FileExistsError(f"output {output} exists and is not an earlier export; nothing "
-                          "was changed. Choose a new or empty directory.")
-  if not overwrite:
-    raise FileExistsError(f"output {output} holds an earlier export; pass overwrite "
-                          "(--overwrite) to replace it.")
-
-
-def export(model_dir: str, output: str, *, overwrite: bool = False,
-           weights: str = "auto", checkpoint: str = "latest") -> str:
-  """Writes the SavedModel to `output`; returns `output`.
-
-  It is written under a temporary name beside `output` and renamed into place
-  when complete; an earlier export is replaced only with `overwrite`, and
-  nothing else (least of all the model_dir) is ever removed. `weights` and
-  `checkpoint`: see `restore_model`.
-  """
-  check_output(model_dir, output, overwrite=overwrite)
-  model, sample_rate, used = restore_model(model_dir, weights, checkpoint)
-  logging.info("Exporting the %s weights of %s.", used, model_dir)
-  module = ExportedDenoiser(model, sample_rate)
-  output = output.rstrip("/")
-  parent = os.path.dirname(output) or "."
-  tf.io.gfile.makedirs(parent)
-  tmp = os.path.join(parent, f".{os.path.basename(output)}.{uuid.uuid4().hex[:8]}.tmp")
-  previous = tmp + ".previous"
-  try:
-    tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
-    _replace(tmp, output, previous)
-  except (tf.errors.OpError, OSError) as e:
-    raise OSError(f"Could not write the export to {output} ({files.reason(e)}): free space "
-                  "or make it writable.") from e
-  finally:
-    if tf.io.gfile.exists(tmp):
-      tf.io.gfile.rmtree(tmp)
-  return output
-
-
-def _replace(new: str, output: str, previous: str):
-  """Puts directory `new` at `output`. An earlier export there is moved to `previous` first
-  and removed only once `new` is in place; if that fails, it is moved back."""
-  if not tf.io.gfile.isdir(output):
-    tf.io.gfile.rename(new, output)
-    return
-  tf.io.gfile.rename(output, previous)
-  try:
-    tf.io.gfile.rename(new, output)
-  except (tf.errors.OpError, OSError):
-    tf.io.gfile.rename(previous, output)
-    raise
-  tf.io.gfile.rmtree(previous)
-
+from trainer import run_dir
+from trainer.serving import export
 
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   del argv
-  with cli.one_line_errors("trainer.export", checkpoints.CheckpointError):
-    path = export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
+  with cli.one_line_errors("trainer.export", run_dir.CheckpointError):
+    path = export.export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
                   weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
   print(f"Exported to {path}")
 
@@ -209,7 +25,7 @@ if __name__ == "__main__":
   flags.DEFINE_string("model_dir", None, "A trainer.main model_dir.")
   flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty).")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
-  flags.DEFINE_enum("weights", "auto", list(WEIGHTS), "ema: the run's moving average of the "
+  flags.DEFINE_enum("weights", "auto", list(export.WEIGHTS), "ema: the run's moving average of the "
                     "weights (--ema_decay); raw: the trained weights; auto: ema if the run "
                     "kept one.")
   flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "

@@ -18,7 +18,7 @@ import tensorflow as tf
 from common import cli
 from input import pipeline
 from input import records
-from trainer.loop import checkpoints
+from trainer import run_dir
 from trainer.loop import lock
 from trainer.loop import recovery
 from trainer.program import build
@@ -91,7 +91,7 @@ def run_diagnosis(job: build.Job) -> str:
 def main(argv):
   if len(argv) > 1:
     sys.exit(f"trainer.main: unexpected arguments {argv[1:]}; every setting is a --flag.")
-  with cli.one_line_errors("trainer.main", recovery.Diverged, checkpoints.CheckpointError,
+  with cli.one_line_errors("trainer.main", recovery.Diverged, run_dir.CheckpointError,
                            lock.LockedError):
     configs = Configs()
     try:

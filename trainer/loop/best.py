@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from common import checks
 from common import files
+from trainer import run_dir
 
-BEST_DIR = "best"
 BEST_FILE = "best.json"
 METRICS = ("si_sdr", "si_sdr_improvement", "pesq", "stoi", "loss")  # what can be kept best
 PERCEPTUAL = ("pesq", "stoi")  # scored only with --eval_perceptual_examples and the packages
@@ -28,7 +28,7 @@ class KeepBest:
   def __init__(self, checkpoint: tf.train.Checkpoint, model_dir: str, metric: str):
     self.metric = metric
     self._higher = metric not in LOWER_IS_BETTER
-    self._dir = os.path.join(model_dir, BEST_DIR)
+    self._dir = os.path.join(model_dir, run_dir.BEST_DIR)
     self._manager = tf.train.CheckpointManager(checkpoint, self._dir, max_to_keep=1)
     self.best = self._stored()
 

@@ -1,105 +1,13 @@
-"""Checkpoints: restore the newest intact one (past damaged ones), save with a clear error when the disk refuses."""
+"""Checkpoints in training: a manager that resumes from the newest intact one (trainer.run_dir reads them), and saves with a clear error when the disk refuses."""
 
 import os
-from typing import Callable, Optional
+from typing import Optional
 
 from absl import logging
 import tensorflow as tf
 
 from common import files
-
-CHECKPOINT_DIR = "checkpoints"
-
-
-class CheckpointError(RuntimeError):
-  """No checkpoint could be restored, or one could not be written."""
-
-
-# What restoring a damaged or vanished checkpoint raises (a truncated data file raises
-# IndexError, "Read less bytes than requested").
-UNREADABLE = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
-
-
-def restore_newest_intact(checkpoint: tf.train.Checkpoint, directory: str, *,
-                          partial: bool = False,
-                          warn: Callable[..., None] = logging.warning) -> Optional[str]:
-  """Restores the newest checkpoint in `directory` that reads back whole.
-
-  A newer one that is damaged (truncated or missing files, e.g. the machine
-  died while saving) is passed over with a warning, so a crash costs only the
-  steps since the checkpoint before it.
-
-  Args:
-    checkpoint: what to restore into.
-    directory: a tf.train.CheckpointManager directory.
-    partial: the checkpoint may hold more than `checkpoint` tracks (e.g. the
-      optimizer, when only the model is restored).
-    warn: where the warnings go.
-
-  Returns:
-    The restored checkpoint's path, or None if `directory` holds none.
-
-  Raises:
-    CheckpointError: there are checkpoints, and none can be restored.
-  """
-  state = tf.train.get_checkpoint_state(directory)
-  candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
-  failures = []
-  for path in candidates:
-    try:
-      restore(checkpoint, path, partial=partial)
-    except UNREADABLE as e:
-      failures.append(f"{os.path.basename(path)}: {files.reason(e)}")
-      warn("Checkpoint %s cannot be restored (%s); trying the one before it.", path, files.reason(e))
-      continue
-    if failures:
-      warn("Restored %s, the newest intact checkpoint; training repeats the steps after it.",
-           path)
-    return path
-  if failures:
-    raise CheckpointError(f"No checkpoint in {directory} can be restored "
-                          f"({'; '.join(failures)}). Move the damaged ones aside, or start "
-                          "in a new model_dir.")
-  return None
-
-
-def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False):
-  """Restores every variable `checkpoint` tracks from the checkpoint at `path`, which may
-  hold more (e.g. the optimizer, when only the model is restored) if `partial`.
-
-  Raises:
-    CheckpointError: it holds a model of another shape or other variables (it is not
-      damaged).
-    One of UNREADABLE: it is damaged or gone.
-  """
-  try:
-    status = checkpoint.restore(path)
-    if partial:
-      status.expect_partial()
-    status.assert_existing_objects_matched()
-  except UNREADABLE as e:
-    if _is_other_model(e):  # an intact checkpoint of another shape: do not fall back
-      why = ("some of this model's variables are not in it" if isinstance(e, AssertionError)
-             else files.reason(e))
-      raise CheckpointError(
-          f"The checkpoints in {os.path.dirname(path)} hold a model whose variables do not "
-          f"match this one ({os.path.basename(path)}: {why}); they are not "
-          "damaged. Use the model flags it was trained with, or a new --model_dir.") from None
-    raise
-
-
-def _is_other_model(error: Exception) -> bool:
-  """Whether a restore failed because the checkpoint holds variables of other shapes or
-  another set of objects (rather than because its files are damaged)."""
-  return isinstance(error, AssertionError) or (
-      isinstance(error, ValueError) and "incompatible tensor with shape" in str(error))
-
-
-def restore_run(checkpoint: tf.train.Checkpoint, model_dir: str) -> Optional[str]:
-  """Restores the newest intact checkpoint of the run in `model_dir` (its `checkpoints/`);
-  returns its path, or None if there is none."""
-  return restore_newest_intact(checkpoint, os.path.join(model_dir, CHECKPOINT_DIR))
-
+from trainer import run_dir
 
 def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int = 3,
             save_dir: Optional[str] = None) -> tf.train.CheckpointManager:
@@ -109,11 +17,11 @@ def manager(checkpoint: tf.train.Checkpoint, model_dir: str, *, max_to_keep: int
   Multi-worker runs restore every worker from the chief's model_dir and let
   the other workers save (saves are collective) to private directories.
   """
-  restored = restore_run(checkpoint, model_dir)
+  restored = run_dir.restore_run(checkpoint, model_dir)
   if restored:
     logging.info("Restored %s", restored)
   return tf.train.CheckpointManager(
-      checkpoint, os.path.join(save_dir or model_dir, CHECKPOINT_DIR), max_to_keep=max_to_keep)
+      checkpoint, os.path.join(save_dir or model_dir, run_dir.CHECKPOINT_DIR), max_to_keep=max_to_keep)
 
 
 def save(checkpoints: tf.train.CheckpointManager, step: int) -> str:
@@ -133,5 +41,6 @@ def save(checkpoints: tf.train.CheckpointManager, step: int) -> str:
       tf.io.gfile.rmtree(partial) if tf.io.gfile.isdir(partial) else tf.io.gfile.remove(partial)
     kept = (f"; the last good one, {checkpoints.latest_checkpoint}, is intact"
             if checkpoints.latest_checkpoint else "")
-    raise CheckpointError(f"Could not write checkpoint {step} in {checkpoints.directory} "
-                          f"({files.reason(e)}): free space or make it writable{kept}.") from e
+    raise run_dir.CheckpointError(
+        f"Could not write checkpoint {step} in {checkpoints.directory} ({files.reason(e)}): "
+        f"free space or make it writable{kept}.") from e

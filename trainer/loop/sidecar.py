@@ -8,8 +8,8 @@ from absl import logging
 import tensorflow as tf
 
 from common import files
+from trainer import run_dir
 from trainer.loop import best
-from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
 
 POLL_SECONDS = 2.0
@@ -70,8 +70,8 @@ class Sidecar:
 
   def _evaluate_one(self, step: int, path: str):
     try:
-      checkpoints.restore(self._checkpoint, path)
-    except checkpoints.UNREADABLE as e:
+      run_dir.restore(self._checkpoint, path)
+    except run_dir.UNREADABLE as e:
       logging.warning("Checkpoint %s is gone or unreadable (%s): the trainer's "
                       "--keep_checkpoints removes old ones; passing it over.", path, e)
       return
@@ -93,7 +93,7 @@ class Sidecar:
 
   def run(self) -> str:
     """Evaluates checkpoints until the run ends or none comes in time; returns how it ended."""
-    directory = os.path.join(self._model_dir, checkpoints.CHECKPOINT_DIR)
+    directory = os.path.join(self._model_dir, run_dir.CHECKPOINT_DIR)
     last = last_evaluated(self._model_dir)
     self._log(f"Sidecar: evaluating each new checkpoint in {directory}"
               + (f" after step {last}" if last is not None else "") + ".")

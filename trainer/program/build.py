@@ -15,9 +15,9 @@ import tensorflow as tf
 
 from input import pipeline
 from input import records
+from trainer import run_dir
 from trainer import step as step_lib
 from trainer.evaluation import evaluator as evaluator_lib
-from trainer.loop import checkpoints
 from trainer.loop import controller as controller_lib
 from trainer.models import card as card_lib
 from trainer.program import build_data
@@ -64,7 +64,7 @@ def build(configs) -> Job:
   real = build_data.real_manifests(data) if data.data_dir is not None else None
   sample_rate = real[0].sample_rate if real else data.sample_rate
   card = configs.model.model_card(sample_rate=sample_rate, seed=run.seed)
-  if tf.train.get_checkpoint_state(os.path.join(out_dir, checkpoints.CHECKPOINT_DIR)):
+  if tf.train.get_checkpoint_state(os.path.join(out_dir, run_dir.CHECKPOINT_DIR)):
     card.check(out_dir)  # a card without checkpoints (a failed first chunk) binds nothing
     if run.mode == "train":  # evaluating with another batch is fine
       run_record.check(out_dir, configs)

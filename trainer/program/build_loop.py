@@ -4,6 +4,7 @@ import os
 from typing import Callable, Iterator, Optional
 
 from input import pipeline
+from trainer import run_dir
 from trainer.loop import actions
 from trainer.loop import best
 from trainer.loop import checkpoints
@@ -48,7 +49,7 @@ def controller(job: build.Job, *, train: bool = True) -> controller_lib.Controll
     start_input = _training_input(job)
     recover = recovery.Recovery(
         attempts=job.loop.recover_attempts, train_step=job.train_step,
-        model_dir=run.model_dir, restore=lambda: checkpoints.restore_run(job.checkpoint,
+        model_dir=run.model_dir, restore=lambda: run_dir.restore_run(job.checkpoint,
                                                                          run.model_dir),
         restart_input=start_input, write=job.out_dir == run.model_dir)
     job.train_step.reseed(len(recover.history))  # a resumed run keeps its fresh draws

@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from tests import helpers
+from trainer import run_dir
 from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import controller
@@ -76,7 +77,7 @@ class NonFiniteTest(tf.test.TestCase):
     model_dir = self.create_tempdir().full_path
     keep = best.KeepBest(tf.train.Checkpoint(v=tf.Variable(1.0)), model_dir, "si_sdr")
     self.assertFalse(keep(10, dict(si_sdr=float("nan"))))
-    self.assertFalse(os.path.exists(os.path.join(model_dir, best.BEST_DIR, best.BEST_FILE)))
+    self.assertFalse(os.path.exists(os.path.join(model_dir, run_dir.BEST_DIR, best.BEST_FILE)))
     self.assertTrue(keep(20, dict(si_sdr=5.9)))
     self.assertFalse(keep(30, dict(si_sdr=float("inf"))))
     self.assertTrue(keep(40, dict(si_sdr=6.4)))

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from ops import stateless
 from tests import helpers
+from trainer import run_dir
 from trainer.loop import actions
 from trainer.loop import checkpoints
 from trainer.loop import controller
@@ -86,7 +87,7 @@ class RecoveryRunTest(tf.test.TestCase):
 
     recover = recovery.Recovery(
         attempts=attempts, train_step=train_step, model_dir=model_dir, log=lines.append,
-        restore=lambda: checkpoints.restore_run(checkpoint, model_dir),
+        restore=lambda: run_dir.restore_run(checkpoint, model_dir),
         restart_input=restart_input)
     loop = controller.Controller(
         train_step, restart_input(0), manager,

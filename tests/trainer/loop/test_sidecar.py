@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 
 from common import files
-from trainer.loop import checkpoints
+from trainer import run_dir
 from trainer.loop import periodic_eval
 from trainer.loop import sidecar
 
@@ -30,7 +30,7 @@ class SidecarTest(tf.test.TestCase):
     self.weight = tf.Variable(0.0)
     self.checkpoint = tf.train.Checkpoint(weight=self.weight)
     self.manager = tf.train.CheckpointManager(
-        self.checkpoint, os.path.join(self.model_dir, checkpoints.CHECKPOINT_DIR),
+        self.checkpoint, os.path.join(self.model_dir, run_dir.CHECKPOINT_DIR),
         max_to_keep=10)
 
   def save(self, *steps):
@@ -90,7 +90,7 @@ class SidecarTest(tf.test.TestCase):
 
   def test_checkpoints_removed_before_the_sidecar_saw_them_are_named(self):
     self.manager = tf.train.CheckpointManager(
-        self.checkpoint, os.path.join(self.model_dir, checkpoints.CHECKPOINT_DIR),
+        self.checkpoint, os.path.join(self.model_dir, run_dir.CHECKPOINT_DIR),
         max_to_keep=1)  # --keep_checkpoints=1: each save removes the one before
     self.save(10)
     evaluate, car = self.sidecar(train_steps=65)

@@ -6,8 +6,8 @@ from absl.testing import parameterized
 import numpy as np
 import tensorflow as tf
 
-from trainer import export
 from trainer.models import card as card_lib
+from trainer.serving import export
 
 RATE, CUT = 8000, 4000
 CARDS = {

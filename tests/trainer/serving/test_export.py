@@ -1,4 +1,4 @@
-"""Tests for trainer.export and trainer.denoise: SavedModel round trip, chunked enhancement, files."""
+"""Tests for trainer.serving.export and trainer.serving.denoise: SavedModel round trip, chunked enhancement, files."""
 
 import json
 import os
@@ -11,14 +11,14 @@ import pytest
 import tensorflow as tf
 
 from input import audio
-from trainer import denoise
-from trainer import export
-from trainer import optim
 from tests import helpers
 from trainer.loop import best
-from trainer.loop import checkpoints
 from trainer.models import card as card_lib
 from trainer.models import contract
+from trainer import optim
+from trainer import run_dir
+from trainer.serving import denoise
+from trainer.serving import export
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
                               max_hidden=10000, causal=False, attention_heads=2,
@@ -223,7 +223,7 @@ class ExportTest(tf.test.TestCase):
                                                  checkpoint=file))
       self.assertAllClose(loaded.denoise(x), self.model(x), rtol=1e-5, atol=1e-6)
     missing = os.path.join(self.model_dir, "checkpoints", "ckpt-99")
-    with self.assertRaisesRegex(checkpoints.CheckpointError,
+    with self.assertRaisesRegex(run_dir.CheckpointError,
                                 f"--checkpoint={missing} is not a checkpoint \\(there is no "
                                 f"{missing}.index\\)"):
       export.export(self.model_dir, f"{self.out_dir}/m", checkpoint=missing)
@@ -238,7 +238,7 @@ class ExportTest(tf.test.TestCase):
     total = len(self.model.trainable_variables)
     for name, state in foreign.items():
       path = state.save(os.path.join(self.create_tempdir().full_path, "ckpt"))
-      with self.assertRaisesRegex(checkpoints.CheckpointError,
+      with self.assertRaisesRegex(run_dir.CheckpointError,
                                   f"--checkpoint={path} lacks {total} of the model's {total} "
                                   "variables", msg=name):
         export.export(self.model_dir, f"{self.out_dir}/{name}", checkpoint=path)

@@ -1,13 +1,13 @@
-"""Tests for trainer.band_extension through trainer.denoise: a lower-rate model's output keeps the file's upper band, gated as the model gated its top band."""
+"""Tests for trainer.serving.band_extension through trainer.serving.denoise: a lower-rate model's output keeps the file's upper band, gated as the model gated its top band."""
 
 import types
 
 import numpy as np
 import tensorflow as tf
 
-from trainer import band_extension
-from trainer import denoise
-from trainer import kept_input
+from trainer.serving import band_extension
+from trainer.serving import denoise
+from trainer.serving import kept_input
 
 RATE, MODEL_RATE = 48000, 16000
 RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input added back

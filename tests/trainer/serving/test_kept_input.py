@@ -1,11 +1,11 @@
-"""Tests for trainer.kept_input: the share of the input added back, by frequency."""
+"""Tests for trainer.serving.kept_input: the share of the input added back, by frequency."""
 
 from unittest import mock
 
 import numpy as np
 import tensorflow as tf
 
-from trainer import kept_input
+from trainer.serving import kept_input
 
 RATE = 48000
 EDGE = RATE // 1000  # 1 ms: how far the filter's edge effects reach
