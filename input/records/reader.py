@@ -62,7 +62,8 @@ def read_manifest(data_dir: str, split: str, kind: Optional[str] = None) -> layo
 def _first_record(shard: str, compression: str) -> Optional[bytes]:
   """The shard's first record read with `compression`, or None if that cannot read it."""
   try:
-    dataset = tf.data.TFRecordDataset(shard, compression_type=layout.tfrecord_compression(compression))
+    dataset = tf.data.TFRecordDataset(
+        shard, compression_type=layout.tfrecord_compression(compression))
     return next(iter(dataset.take(1))).numpy()
   except (tf.errors.OpError, StopIteration):
     return None

@@ -45,6 +45,17 @@ class Conv1D(tf.Module):
     # convolutions), which every backend can differentiate; tf.nn.conv1d would not.
     return tf.nn.convolution(x, kernel, self.stride, padding, dilations=self.dilation) + bias
 
+  @property
+  def history(self) -> int:
+    """Frames before the current one that a causal output sees."""
+    return (self.kernel_size - 1) * self.dilation
+
+  def last(self, x):
+    """The causal output at the last of `x`'s `history + 1` frames, `[batch, out]`: one
+    frame of a stream."""
+    kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
+    return tf.einsum("btc,tco->bo", x[:, ::self.dilation], kernel) + bias
+
 
 class ConvTranspose1D(tf.Module):
   """Transposed Conv1D that upsamples time by `stride` exactly."""

@@ -83,27 +83,38 @@ class MaskDenoiser(tf.Module):
     x = self.project_in(tf.cast(self.features(spectrum) * 0.1, dtype))
     for block in self.blocks:
       x = block(x)
-    mask = tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)), tf.float32))
-    mask = FLOOR + (1.0 - FLOOR) * mask
+    mask = self.mask(x)
     enhanced = tf.signal.inverse_stft(
         spectrum * tf.complex(mask, tf.zeros_like(mask)), self.window, self.hop,
         self.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))
     return tf.cast(enhanced[:, lead:lead + length], dtype)
 
+  def mask(self, x: tf.Tensor) -> tf.Tensor:
+    """The gain per bin, in [FLOOR, 1], from the conv stack's output."""
+    mask = tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)), tf.float32))
+    return FLOOR + (1.0 - FLOOR) * mask
+
   def features(self, spectrum: tf.Tensor) -> tf.Tensor:
     """Log power per bin relative to the clip's level (so far, when causal): what the
     network sees of a `[batch, frames, bins]` STFT."""
-    power = tf.square(tf.abs(spectrum))
-    log_power = tf.math.log(power + 1e-10)
-    if self.level == "power":
-      frame_level = tf.math.log(tf.reduce_mean(power, axis=-1, keepdims=True) + 1e-10)
-    else:
-      frame_level = tf.reduce_mean(log_power, axis=-1, keepdims=True)  # [batch, frames, 1]
+    log_power, frame_level = self.log_powers(spectrum)
     if self.causal:  # level so far, so no frame depends on later audio
       level = tf.cumsum(frame_level, axis=1) / tf.cast(
           tf.range(1, tf.shape(frame_level)[1] + 1), tf.float32)[:, None]
     else:
       level = tf.reduce_mean(frame_level, axis=1, keepdims=True)
+    return self.relative(log_power, level)
+
+  def log_powers(self, spectrum: tf.Tensor):
+    """`(log power per bin, each frame's level [..., 1])` of an STFT."""
+    power = tf.square(tf.abs(spectrum))
+    log_power = tf.math.log(power + 1e-10)
+    if self.level == "power":
+      return log_power, tf.math.log(tf.reduce_mean(power, axis=-1, keepdims=True) + 1e-10)
+    return log_power, tf.reduce_mean(log_power, axis=-1, keepdims=True)
+
+  def relative(self, log_power: tf.Tensor, level: tf.Tensor) -> tf.Tensor:
+    """The features: log powers relative to `level`."""
     if self.level == "power":
       return tf.maximum(log_power - level, -FEATURE_FLOOR)
     return log_power - level
