@@ -13,7 +13,8 @@ import tensorflow as tf
 
 @contextlib.contextmanager
 def atomic_writer(path: str) -> Iterator:
-  """`with atomic_writer(path) as f:` writes a binary file (any tf.io.gfile filesystem) under
+  """`with atomic_writer(path) as f:` writes a binary file (any tf.io.gfile filesystem; a local
+  one is a plain, seekable Python file) under
   a unique temporary name beside `path`, renamed to `path` when the block completes and
   removed if anything fails, so `path` is never half written.
 
@@ -26,7 +27,8 @@ def atomic_writer(path: str) -> Iterator:
   try:
     if directory:
       tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(tmp, "wb") as f:
+    # a local file is a plain (seekable) Python file; other file systems need GFile
+    with (open(tmp, "wb") if "://" not in path else tf.io.gfile.GFile(tmp, "wb")) as f:
       yield f
     tf.io.gfile.rename(tmp, path, overwrite=True)
   except (tf.errors.OpError, OSError) as e:

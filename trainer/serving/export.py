@@ -13,20 +13,42 @@ from trainer import optim
 from trainer import run_dir
 from trainer.models import card as card_lib
 from trainer.models import contract
+from trainer.models import mask
+from trainer.serving import stream
 
 
 class ExportedDenoiser(tf.Module):
-  """What the SavedModel holds: the model, its sample rate and the `denoise` function."""
+  """What the SavedModel holds: the model, its sample rate and the `denoise` function; for
+  a causal mask model also `stream_step` (trainer.serving.stream) and its `hop`, `lead`,
+  `latency` and `state_size`."""
 
   def __init__(self, model, sample_rate: int):
     super().__init__()
     self.model = model
     self.sample_rate = tf.Variable(sample_rate, dtype=tf.int32, trainable=False)
+    self.streams = isinstance(model, mask.MaskDenoiser) and model.causal
+    if self.streams:
+      step = stream.MaskStep(model)
+      for name in ("hop", "lead", "latency", "state_size"):
+        setattr(self, name, tf.Variable(getattr(step, name), dtype=tf.int32, trainable=False))
+
+      def stream_step(samples, state):
+        """One hop of samples and the stream's state -> a hop of output and the state."""
+        out, new_state = step(samples, state)
+        return {"samples": out, "state": new_state}
+
+      self.stream_step = tf.function(stream_step, input_signature=[
+          tf.TensorSpec([step.hop], tf.float32, name="samples"),
+          tf.TensorSpec([step.state_size], tf.float32, name="state")])
 
   @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="waveform")])
   def denoise(self, waveform):
     """Enhanced float32 audio at `sample_rate`, same shape as the input."""
     return self.model(waveform)
+
+  def signatures(self) -> dict:
+    return ({"denoise": self.denoise, "stream_step": self.stream_step} if self.streams
+            else {"denoise": self.denoise})
 
 
 WEIGHTS = ("auto", "ema", "raw")
@@ -161,7 +183,7 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   tmp = os.path.join(parent, f".{os.path.basename(output)}.{uuid.uuid4().hex[:8]}.tmp")
   previous = tmp + ".previous"
   try:
-    tf.saved_model.save(module, tmp, signatures={"denoise": module.denoise})
+    tf.saved_model.save(module, tmp, signatures=module.signatures())
     _replace(tmp, output, previous)
   except (tf.errors.OpError, OSError) as e:
     raise OSError(f"Could not write the export to {output} ({files.reason(e)}): free space "

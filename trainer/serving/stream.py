@@ -1,32 +1,38 @@
-"""Real-time enhancement with a causal spectral-mask model: `feed(samples)` returns what is ready, carrying every piece of state between calls.
+"""Real-time enhancement with a causal model: `feed(samples)` returns what is ready, carrying every piece of state between calls.
 
-    streamer = stream.MaskStreamer(model)        # a causal trainer.models.mask.MaskDenoiser
-    for block in microphone:                     # any sizes: 1 sample, 7, a hop, ...
+    streamer = stream.Streamer(stream.MaskStep(model))   # a causal MaskDenoiser
+    for block in microphone:                             # any sizes: 1 sample, 7, a hop, ...
       speaker.write(streamer.feed(block))
-    speaker.write(streamer.flush())              # the rest, as the whole file would end
+    speaker.write(streamer.flush())                      # the rest, as the whole clip ends
 
 Concatenated, the output equals the model's offline output on the same audio.
-The state (the STFT's overlap in and out, each dilated convolution's history
-of frames, the running level) is a tuple of tensors that `step` takes and
-returns, one hop per call, so the same step can run outside Python.
+A step takes one hop of samples and the state - one float32 vector, so the
+same step runs from a SavedModel (`trainer.export` writes it as the
+`stream_step` signature) or outside Python - and returns a hop of output and
+the new state. `Streamer` does the rest on the host: blocks of any size in,
+the offline model's leading samples cut, the end of a clip on `flush`.
 """
 
-from typing import Tuple
+from typing import Callable, List, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from trainer.models import layers
 from trainer.models import mask as mask_lib
 
-State = Tuple[tf.Tensor, ...]
+# step(samples [hop], state [size]) -> (output [hop], state [size])
+StepFn = Callable[[tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
 
 
-class MaskStreamer:
-  """Streams a causal `MaskDenoiser`, one hop of `model.hop` samples per step.
+class MaskStep:
+  """One hop of a causal `MaskDenoiser` with its state as one vector: the STFT's overlap in
+  and out, the running level (sum and frames) and each dilated conv's frame history.
 
-  `latency` is the algorithmic latency in samples: an output sample leaves at
-  most that long after the input sample at the same position arrived (the
-  analysis window, less one sample).
+  Attributes: `hop`, `lead` (the offline model's zeros before the first
+  sample, which the stream's output starts with), `latency` (samples: an
+  output sample leaves at most this long after the input sample at its
+  position arrived: the analysis window less one sample), `state_size`.
   """
 
   def __init__(self, model: mask_lib.MaskDenoiser):
@@ -35,47 +41,86 @@ class MaskStreamer:
                        "that looks ahead needs audio that has not arrived yet.")
     self.model = model
     self.hop, self.window = model.hop, model.window
-    self.lead = self.window - self.hop  # the offline model's zeros before the first sample
+    self.lead = self.window - self.hop
     self.latency = self.window - 1
-    self._step = tf.function(self.step)
-    self.reset()
+    hidden = model.project_in.kernel.shape[-1]
+    self._shapes = [[self.lead], [self.lead], [], []] + [
+        [block.conv.history, hidden] for block in model.blocks]
+    self.state_size = sum(int(np.prod(shape)) for shape in self._shapes)
 
-  def reset(self):
-    """Forgets the stream: the next sample fed is the first of a new one."""
-    self._state = self.initial_state()
-    self._pending = np.zeros(0, np.float32)  # fed, not yet a whole hop
-    self._fed = self._emitted = 0  # samples fed and returned since the reset
-    self._to_skip = self.lead  # leading output samples the offline model cuts off
+  def initial_state(self) -> tf.Tensor:
+    return tf.zeros([self.state_size])
 
-  def initial_state(self) -> State:
-    """`(input overlap, output overlap, level sum, frames, one history per block)`."""
-    hidden = self.model.project_in.kernel.shape[-1]
-    return (tf.zeros([self.lead]), tf.zeros([self.lead]), tf.zeros([]), tf.zeros([]),
-            *(tf.zeros([block.conv.history, hidden]) for block in self.model.blocks))
-
-  def step(self, samples: tf.Tensor, state: State) -> Tuple[tf.Tensor, State]:
-    """One hop: `samples [hop]` and the state in, `[hop]` output samples and the state
-    out (the output lags the offline model's by `lead` samples)."""
+  def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     model = self.model
-    in_tail, out_tail, level_sum, frames, *histories = state
+    in_tail, out_tail, level_sum, frames, *histories = self._unpack(state)
     frame = tf.concat([in_tail, samples], 0)
-    spectrum = tf.signal.stft(frame[None], self.window, self.hop, model.fft_length)  # [1,1,bins]
-    log_power, frame_level = model.log_powers(spectrum)
+    spectrum = tf.signal.stft(frame[None], self.window, self.hop, model.fft_length)
+    log_power, frame_level = model.log_powers(spectrum)  # [1, 1, bins], [1, 1, 1]
     level_sum, frames = level_sum + frame_level[0, 0, 0], frames + 1.0
-    features = model.relative(log_power, level_sum / frames)
-    x = model.project_in(features * 0.1)[:, 0]  # [1, hidden]
+    x = model.project_in(model.relative(log_power, level_sum / frames) * 0.1)[:, 0]
     new_histories = []
     for block, history in zip(model.blocks, histories):
-      frames_seen = tf.concat([history, x], 0)
-      x = x + mask_lib.layers.glu(block.conv.last(frames_seen[None]))
-      new_histories.append(frames_seen[1:])
+      seen = tf.concat([history, x], 0)  # the frames the block's causal conv sees
+      x = x + layers.glu(block.conv.last(seen[None]))
+      new_histories.append(seen[1:])
     gain = model.mask(x[:, None])
     enhanced = tf.signal.inverse_stft(
         spectrum * tf.complex(gain, tf.zeros_like(gain)), self.window, self.hop,
         model.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))[0]
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
-    return summed[:self.hop], (frame[self.hop:], summed[self.hop:], level_sum, frames,
-                               *new_histories)
+    return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], level_sum,
+                                          frames, *new_histories])
+
+  def _pack(self, parts: List[tf.Tensor]) -> tf.Tensor:
+    return tf.concat([tf.reshape(part, [-1]) for part in parts], 0)
+
+  def _unpack(self, state: tf.Tensor) -> List[tf.Tensor]:
+    sizes = [int(np.prod(shape)) for shape in self._shapes]
+    return [tf.reshape(part, shape)
+            for part, shape in zip(tf.split(state, sizes), self._shapes)]
+
+
+class Streamer:
+  """Feeds a step any number of samples at a time.
+
+  Args:
+    step: `step(samples [hop], state) -> (output [hop], state)`.
+    initial_state: the state of a new stream.
+    hop: samples per step.
+    lead: leading output samples to cut (the offline model's padding).
+    latency: the step's algorithmic latency in samples (reported, not used).
+  """
+
+  def __init__(self, step: StepFn, initial_state, *, hop: int, lead: int, latency: int):
+    self._step, self._initial = step, initial_state
+    self.hop, self.lead, self.latency = hop, lead, latency
+    self.reset()
+
+  @classmethod
+  def for_mask_model(cls, model: mask_lib.MaskDenoiser) -> "Streamer":
+    step = MaskStep(model)
+    return cls(tf.function(step), step.initial_state(), hop=step.hop, lead=step.lead,
+               latency=step.latency)
+
+  @classmethod
+  def from_saved_model(cls, loaded) -> "Streamer":
+    """The stream of a loaded export (tf.saved_model.load) of a causal model."""
+    if "stream_step" not in loaded.signatures:
+      raise ValueError("This export has no stream_step: only causal mask models stream "
+                       "(train with --causal --architecture=mask, then export).")
+    step = loaded.signatures["stream_step"]
+    return cls(lambda samples, state: tuple(step(samples=samples, state=state)[k]
+                                            for k in ("samples", "state")),
+               tf.zeros([int(loaded.state_size)]), hop=int(loaded.hop),
+               lead=int(loaded.lead), latency=int(loaded.latency))
+
+  def reset(self):
+    """Forgets the stream: the next sample fed is the first of a new one."""
+    self._state = self._initial
+    self._pending = np.zeros(0, np.float32)  # fed, not yet a whole hop
+    self._fed = self._emitted = 0  # samples fed and returned since the reset
+    self._to_skip = self.lead
 
   def feed(self, samples) -> np.ndarray:
     """Takes any number of samples (float32 at the model's rate); returns the output
@@ -102,7 +147,7 @@ class MaskStreamer:
     while len(self._pending) >= self.hop:
       block, self._state = self._step(tf.constant(self._pending[:self.hop]), self._state)
       self._pending = self._pending[self.hop:]
-      blocks.append(block.numpy())
+      blocks.append(np.asarray(block))
     out = np.concatenate(blocks) if blocks else np.zeros(0, np.float32)
     skip = min(self._to_skip, len(out))
     self._to_skip -= skip

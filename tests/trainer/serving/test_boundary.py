@@ -12,9 +12,9 @@ TRAINING = ("trainer.step", "trainer.loop", "trainer.program", "trainer.losses",
             "trainer.loss_scale", "trainer.evaluation", "input.pipeline")
 CHECK = f"""
 import sys
-import trainer.denoise, trainer.export
+import trainer.denoise, trainer.export, trainer.stream
 import trainer.serving.band_extension, trainer.serving.denoise, trainer.serving.export
-import trainer.serving.kept_input
+import trainer.serving.kept_input, trainer.serving.pipe, trainer.serving.stream
 loaded = sorted(m for m in sys.modules if m.startswith({TRAINING!r}))
 print(",".join(loaded))
 """

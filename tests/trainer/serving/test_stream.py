@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.models import mask
+from trainer.serving import export
 from trainer.serving import stream
 
 
@@ -23,7 +24,7 @@ def fed(streamer, signal, sizes):
   return np.concatenate(out)
 
 
-class MaskStreamerTest(tf.test.TestCase, parameterized.TestCase):
+class MaskStreamTest(tf.test.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(16000, 48000)
   def test_any_feed_sizes_give_the_offline_output(self, rate):
@@ -31,7 +32,7 @@ class MaskStreamerTest(tf.test.TestCase, parameterized.TestCase):
     signal = (0.1 * np.random.default_rng(rate).standard_normal(rate // 4 + 37)).astype(
         np.float32)
     offline = denoiser(tf.constant(signal[None]))[0].numpy()
-    streamer = stream.MaskStreamer(denoiser)
+    streamer = stream.Streamer.for_mask_model(denoiser)
     rng = np.random.default_rng(0)
     for sizes in ([1], [7], [streamer.hop], [streamer.hop + 1, 3],
                   list(rng.integers(1, 3 * streamer.hop, 20))):
@@ -41,7 +42,7 @@ class MaskStreamerTest(tf.test.TestCase, parameterized.TestCase):
   def test_output_leaves_within_the_latency_and_an_impulse_at_the_bound(self):
     denoiser = model(16000)
     denoiser.project_out.bias.assign(tf.fill(denoiser.project_out.bias.shape, 40.0))  # gain 1
-    streamer = stream.MaskStreamer(denoiser)
+    streamer = stream.Streamer.for_mask_model(denoiser)
     self.assertEqual(streamer.latency, denoiser.window - 1)  # 32 ms, less a sample
     impulse_at = 5 * streamer.hop - streamer.lead  # the first sample of a frame: the worst
     signal = np.zeros(12 * streamer.hop, np.float32)
@@ -57,9 +58,27 @@ class MaskStreamerTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(heard - impulse_at, streamer.latency)
     self.assertAllClose(np.concatenate(out)[impulse_at], 1.0, atol=1e-5)
 
+  def test_an_export_streams_as_its_model_does(self):
+    denoiser = model(16000)
+    saved = self.create_tempdir().full_path
+    module = export.ExportedDenoiser(denoiser, 16000)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    loaded = tf.saved_model.load(saved)
+    signal = (0.1 * np.random.default_rng(5).standard_normal(3000)).astype(np.float32)
+    streamer = stream.Streamer.from_saved_model(loaded)
+    self.assertEqual((streamer.hop, streamer.latency), (denoiser.hop, denoiser.window - 1))
+    offline = loaded.signatures["denoise"](waveform=tf.constant(signal[None]))
+    self.assertAllClose(fed(streamer, signal, [100, 7]), list(offline.values())[0][0],
+                        atol=1e-5, rtol=0)
+    plain = self.create_tempdir().full_path
+    module = export.ExportedDenoiser(model(16000, causal=False), 16000)
+    tf.saved_model.save(module, plain, signatures=module.signatures())
+    with self.assertRaisesRegex(ValueError, "no stream_step: only causal mask models"):
+      stream.Streamer.from_saved_model(tf.saved_model.load(plain))
+
   def test_a_model_that_looks_ahead_is_refused(self):
     with self.assertRaisesRegex(ValueError, "Only a causal mask model streams"):
-      stream.MaskStreamer(model(16000, causal=False))
+      stream.MaskStep(model(16000, causal=False))
 
 
 if __name__ == "__main__":

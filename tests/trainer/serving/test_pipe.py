@@ -1,0 +1,134 @@
+"""Tests for trainer.serving.pipe and the trainer.stream command: audio enhanced as it arrives, at any rate, equal to the offline model at the model's rate."""
+
+import io
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from scipy.io import wavfile
+import tensorflow as tf
+
+from tests import helpers
+from trainer.models import mask
+from trainer.serving import export
+from trainer.serving import pipe
+from trainer.serving import stream
+
+RATE = 16000
+
+
+def causal_model():
+  return mask.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3, causal=True, seed=2)
+
+
+def speechlike(seconds, rate, seed=0):
+  t = np.arange(int(seconds * rate)) / rate
+  rng = np.random.default_rng(seed)
+  return (0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t))
+          + 0.05 * rng.standard_normal(len(t))).astype(np.float32)
+
+
+class PipeTest(tf.test.TestCase):
+
+  def test_wav_headers_round_trip_and_bad_ones_are_named(self):
+    self.assertEqual(pipe.read_wav_header(io.BytesIO(pipe.wav_header(44100) + b"\0\0")), 44100)
+    stereo = pipe.wav_header(16000).replace(b"\x01\x00\x01\x00", b"\x01\x00\x02\x00", 1)
+    with self.assertRaisesRegex(ValueError, "2 channel.*stream mono 16-bit PCM"):
+      pipe.read_wav_header(io.BytesIO(stereo))
+    with self.assertRaisesRegex(ValueError, "not a WAV file"):
+      pipe.read_wav_header(io.BytesIO(b"ID3" + b"\0" * 40))
+    with self.assertRaisesRegex(ValueError, "ended inside its WAV header"):
+      pipe.read_wav_header(io.BytesIO(pipe.wav_header(16000)[:20]))
+
+  def test_at_the_models_rate_the_pipe_is_the_offline_model(self):
+    model = causal_model()
+    signal = speechlike(0.5, RATE)
+    through = pipe.Pipe(stream.Streamer.for_mask_model(model), rate=RATE, model_rate=RATE)
+    blocks = [through.feed(signal[i:i + 100]) for i in range(0, len(signal), 100)]
+    out = np.concatenate(blocks + [through.flush()])
+    self.assertAllClose(out, model(tf.constant(signal[None]))[0], atol=1e-5, rtol=0)
+    self.assertEqual(through.latency_seconds, (model.window - 1) / RATE)
+
+  def test_at_another_rate_the_length_is_kept_and_the_audio_follows_the_model(self):
+    model = causal_model()
+    rate = 44100
+    signal = speechlike(1.0, rate)
+    through = pipe.Pipe(stream.Streamer.for_mask_model(model), rate=rate, model_rate=RATE)
+    out = np.concatenate([through.feed(signal[i:i + 441]) for i in range(0, len(signal), 441)]
+                         + [through.flush()])
+    self.assertLen(out, len(signal))
+    self.assertGreater(through.latency_seconds, (model.window - 1) / RATE)  # + resamplers
+    # the band the model covers, against the model at its own rate on the resampled input
+    at_model_rate = model(tf.constant(pipe.soxr.resample(signal, rate, RATE)[None]))[0]
+    back = pipe.soxr.resample(out, rate, RATE)
+    middle = slice(RATE // 10, -RATE // 10)
+    error = np.linalg.norm(back[middle] - at_model_rate.numpy()[middle]) / np.linalg.norm(
+        at_model_rate.numpy()[middle])
+    self.assertLess(error, 0.01)
+
+
+class StreamCommandTest(tf.test.TestCase):
+
+  @pytest.mark.end_to_end
+  def test_a_pipe_gets_audio_out_before_its_input_ends(self):
+    model = causal_model()
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    module = export.ExportedDenoiser(model, RATE)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    signal = speechlike(2.0, RATE)
+    pcm = pipe.to_pcm16(signal)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "trainer.stream", f"--saved_model={saved}",
+         f"--raw_rate={RATE}", "--raw_output"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=helpers.env(), cwd=helpers.REPO)
+    try:
+      half = len(pcm) // 2
+      child.stdin.write(pcm[:half])
+      child.stdin.flush()
+      early = []  # what comes out while the second half has not been written
+      reader = threading.Thread(target=lambda: early.append(child.stdout.read(
+          half - 2 * (model.window - 1))))
+      reader.start()
+      reader.join(timeout=120)
+      self.assertFalse(reader.is_alive(), "no output while the input was still open")
+      child.stdin.write(pcm[half:])
+      child.stdin.close()
+      rest = child.stdout.read()
+      err = child.stderr.read().decode()
+      self.assertEqual(child.wait(timeout=120), 0, err[-2000:])
+    finally:
+      child.kill()
+    out = np.frombuffer(early[0] + rest, "<i2").astype(np.float32) / 32768.0
+    offline = model(tf.constant((np.frombuffer(pcm, "<i2") / 32768.0)[None], tf.float32))[0]
+    self.assertLen(out, len(signal))
+    self.assertAllClose(out, offline, atol=3 / 32768, rtol=0)
+    self.assertRegex(err, r"trainer.stream: 2.00 s of audio; latency 31.9 ms; real-time "
+                     r"factor \d+\.\d{3}")
+
+  @pytest.mark.end_to_end
+  def test_a_wav_file_becomes_a_whole_wav_file_and_nothing_is_replaced_unasked(self):
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    module = export.ExportedDenoiser(causal_model(), RATE)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    directory = self.create_tempdir().full_path
+    noisy, enhanced = os.path.join(directory, "noisy.wav"), os.path.join(directory, "out.wav")
+    signal = speechlike(0.7, 22050)
+    with open(noisy, "wb") as f:
+      f.write(pipe.wav_header(22050, len(signal)) + pipe.to_pcm16(signal))
+    command = ["trainer.stream", f"--saved_model={saved}", f"--input={noisy}",
+               f"--output={enhanced}"]
+    result = helpers.run_module(*command, timeout=300)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    rate, out = wavfile.read(enhanced)
+    self.assertEqual((rate, len(out)), (22050, len(signal)))
+    again = helpers.run_module(*command, timeout=300)
+    self.assertNotEqual(again.returncode, 0)
+    self.assertIn("exists; pass --overwrite", again.stderr)
+    self.assertEqual(wavfile.read(enhanced)[1].tolist(), out.tolist())
+
+
+if __name__ == "__main__":
+  tf.test.main()

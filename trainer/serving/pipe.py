@@ -1,0 +1,136 @@
+"""Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), written as soon as it is enhanced."""
+
+import struct
+import time
+from typing import BinaryIO, Iterator, Optional
+
+import numpy as np
+import soxr
+
+from input import audio
+from trainer.serving import stream
+
+UNKNOWN_SIZE = 0xFFFFFFFF  # a WAV header's size for a stream of unknown length
+
+
+def read_wav_header(f: BinaryIO) -> int:
+  """Reads a mono 16-bit PCM WAV header from a stream (up to its data); returns the rate.
+
+  Raises:
+    ValueError: not a RIFF WAV, or not mono 16-bit PCM (naming what it is).
+  """
+  riff = _read_exactly(f, 12)
+  if riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
+    raise ValueError("the input is not a WAV file (no RIFF/WAVE header): pass a WAV, or raw "
+                     "16-bit PCM with --raw_rate.")
+  rate = None
+  while True:
+    chunk, size = struct.unpack("<4sI", _read_exactly(f, 8))
+    if chunk == b"data":
+      if rate is None:
+        raise ValueError("the WAV has no fmt chunk before its data.")
+      return rate
+    body = _read_exactly(f, size + size % 2)
+    if chunk == b"fmt ":
+      kind, channels, rate, _, _, bits = struct.unpack("<HHIIHH", body[:16])
+      if kind not in (1, 0xFFFE) or bits != 16 or channels != 1:
+        raise ValueError(f"the WAV holds {channels} channel(s) of {bits}-bit audio (format "
+                         f"{kind}); stream mono 16-bit PCM (e.g. arecord -f S16_LE -c 1).")
+
+
+def wav_header(rate: int, samples: Optional[int] = None) -> bytes:
+  """A mono 16-bit PCM WAV header; sizes unknown (as streams write them) without `samples`."""
+  data = UNKNOWN_SIZE if samples is None else 2 * samples
+  riff = UNKNOWN_SIZE if samples is None else 36 + data
+  return (b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt "
+          + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16)
+          + b"data" + struct.pack("<I", data))
+
+
+def pcm_blocks(f: BinaryIO, block_bytes: int) -> Iterator[np.ndarray]:
+  """Float32 samples of the 16-bit PCM read from `f`, as soon as each read returns
+  (at most `block_bytes` at a time), until the end of the stream."""
+  carry = b""
+  while True:
+    data = f.read1(block_bytes) if hasattr(f, "read1") else f.read(block_bytes)
+    if not data:
+      return
+    data = carry + data
+    whole = len(data) - len(data) % 2
+    carry = data[whole:]
+    if whole:
+      yield np.frombuffer(data[:whole], "<i2").astype(np.float32) / 32768.0
+
+
+class Pipe:
+  """Enhances audio at `rate` through `streamer` (at `model_rate`), block by block.
+
+  `seconds_in` counts the audio taken, `busy_seconds` the time spent enhancing it
+  (resampling included, waiting for input not), so `busy_seconds / seconds_in`
+  is the real-time factor.
+  """
+
+  def __init__(self, streamer: stream.Streamer, *, rate: int, model_rate: int):
+    self.streamer, self.rate, self.model_rate = streamer, rate, model_rate
+    same = rate == model_rate
+    self._down = None if same else soxr.ResampleStream(rate, model_rate, 1, dtype="float32",
+                                                       quality="VHQ")
+    self._up = None if same else soxr.ResampleStream(model_rate, rate, 1, dtype="float32",
+                                                     quality="VHQ")
+    self.samples_in = self.samples_out = 0
+    self.busy_seconds = self._resampling_delay = 0.0
+
+  @property
+  def latency_seconds(self) -> float:
+    """The model's algorithmic latency, plus the longest delay both resamplers have had."""
+    return self.streamer.latency / self.model_rate + self._resampling_delay
+
+  @property
+  def seconds_in(self) -> float:
+    return self.samples_in / self.rate
+
+  def feed(self, samples: np.ndarray) -> np.ndarray:
+    """Enhanced samples at `rate` that are ready after `samples` (at `rate`)."""
+    start = time.perf_counter()
+    self.samples_in += len(samples)
+    out = self._through(samples, last=False)
+    self.samples_out += len(out)
+    self.busy_seconds += time.perf_counter() - start
+    return out
+
+  def flush(self) -> np.ndarray:
+    """The rest: as many samples in all as were fed."""
+    start = time.perf_counter()
+    out = self._through(np.zeros(0, np.float32), last=True)
+    missing = self.samples_in - self.samples_out
+    out = np.pad(out, (0, max(0, missing - len(out))))[:missing]
+    self.samples_out += len(out)
+    self.busy_seconds += time.perf_counter() - start
+    return out
+
+  def _through(self, samples: np.ndarray, *, last: bool) -> np.ndarray:
+    if self._down is not None:
+      samples = self._down.resample_chunk(samples, last=last)
+    out = self.streamer.feed(samples)
+    if last:
+      out = np.concatenate([out, self.streamer.flush()])
+    if self._up is not None:
+      out = self._up.resample_chunk(out.astype(np.float32), last=last)
+      self._resampling_delay = max(self._resampling_delay, self._down.delay() / self.model_rate
+                                   + self._up.delay() / self.rate)
+    return out
+
+
+def to_pcm16(samples: np.ndarray) -> bytes:
+  """Float samples as little-endian 16-bit PCM (beyond full scale: clipped)."""
+  return audio.to_int16(samples)[0].astype("<i2").tobytes()
+
+
+def _read_exactly(f: BinaryIO, size: int) -> bytes:
+  data = b""
+  while len(data) < size:
+    more = f.read(size - len(data))
+    if not more:
+      raise ValueError("the input ended inside its WAV header: it is not a whole WAV.")
+    data += more
+  return data
