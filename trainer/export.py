@@ -1,6 +1,7 @@
-"""The export command: a trained run as a SavedModel (the work is trainer.serving.export's).
+"""The export command: a trained run as a SavedModel, or a causal model's stream step as TFLite (the work is trainer.serving.export's and trainer.serving.tflite's).
 
 Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
+     python -m trainer.export --model_dir=runs/causal --format=tflite --output=exported/causal.tflite
 """
 
 from absl import app
@@ -9,25 +10,32 @@ from absl import flags
 from common import cli
 from trainer import run_dir
 from trainer.serving import export
+from trainer.serving import tflite
 
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   del argv
+  write = tflite.export if FLAGS.format == "tflite" else export.export
   with cli.one_line_errors("trainer.export", run_dir.CheckpointError):
-    path = export.export(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
-                  weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
+    path = write(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
+                 weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
   print(f"Exported to {path}")
 
 
 if __name__ == "__main__":
   flags.DEFINE_string("model_dir", None, "A trainer.main model_dir.")
-  flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty).")
+  flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty), or with "
+                      "--format=tflite the .tflite file.")
+  flags.DEFINE_enum("format", "saved_model", ["saved_model", "tflite"], "saved_model: the "
+                    "denoise signature (and stream_step for causal mask models); tflite: the "
+                    "stream step of a causal mask model, builtin ops only "
+                    "(trainer.serving.tflite).")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
-  flags.DEFINE_enum("weights", "auto", list(export.WEIGHTS), "ema: the run's moving average of the "
-                    "weights (--ema_decay); raw: the trained weights; auto: ema if the run "
-                    "kept one.")
+  flags.DEFINE_enum("weights", "auto", list(export.WEIGHTS), "ema: the run's moving average of "
+                    "the weights (--ema_decay); raw: the trained weights; auto: ema if the "
+                    "run kept one.")
   flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "
                       "--keep_best) or a checkpoint path (runs/x/checkpoints/ckpt-2000).")
   flags.mark_flags_as_required(["model_dir", "output"])

@@ -97,7 +97,7 @@ class MaskDenoiser(tf.Module):
   def features(self, spectrum: tf.Tensor) -> tf.Tensor:
     """Log power per bin relative to the clip's level (so far, when causal): what the
     network sees of a `[batch, frames, bins]` STFT."""
-    log_power, frame_level = self.log_powers(spectrum)
+    log_power, frame_level = self.log_powers(tf.square(tf.abs(spectrum)))
     if self.causal:  # level so far, so no frame depends on later audio
       level = tf.cumsum(frame_level, axis=1) / tf.cast(
           tf.range(1, tf.shape(frame_level)[1] + 1), tf.float32)[:, None]
@@ -105,9 +105,8 @@ class MaskDenoiser(tf.Module):
       level = tf.reduce_mean(frame_level, axis=1, keepdims=True)
     return self.relative(log_power, level)
 
-  def log_powers(self, spectrum: tf.Tensor):
-    """`(log power per bin, each frame's level [..., 1])` of an STFT."""
-    power = tf.square(tf.abs(spectrum))
+  def log_powers(self, power: tf.Tensor):
+    """`(log power per bin, each frame's level [..., 1])` of an STFT's power `|X|^2`."""
     log_power = tf.math.log(power + 1e-10)
     if self.level == "power":
       return log_power, tf.math.log(tf.reduce_mean(power, axis=-1, keepdims=True) + 1e-10)

@@ -33,9 +33,12 @@ class MaskStep:
   sample, which the stream's output starts with), `latency` (samples: an
   output sample leaves at most this long after the input sample at its
   position arrived: the analysis window less one sample), `state_size`.
+  `transform`: fft (tf.signal, as the model computes) or matmul (the same
+  transforms as real matrix products: what TFLite's builtin ops can run at any
+  FFT length).
   """
 
-  def __init__(self, model: mask_lib.MaskDenoiser):
+  def __init__(self, model: mask_lib.MaskDenoiser, *, transform: str = "fft"):
     if not isinstance(model, mask_lib.MaskDenoiser) or not model.causal:
       raise ValueError("Only a causal mask model streams (train it with --causal): a model "
                        "that looks ahead needs audio that has not arrived yet.")
@@ -47,6 +50,11 @@ class MaskStep:
     self._shapes = [[self.lead], [self.lead], [], []] + [
         [block.conv.history, hidden] for block in model.blocks]
     self.state_size = sum(int(np.prod(shape)) for shape in self._shapes)
+    self.transform = transform
+    if transform == "matmul":
+      self._dft = _DftMatrices(self.window, self.hop, model.fft_length)
+    elif transform != "fft":
+      raise ValueError(f"transform={transform!r}: use fft or matmul.")
 
   def initial_state(self) -> tf.Tensor:
     return tf.zeros([self.state_size])
@@ -55,8 +63,8 @@ class MaskStep:
     model = self.model
     in_tail, out_tail, level_sum, frames, *histories = self._unpack(state)
     frame = tf.concat([in_tail, samples], 0)
-    spectrum = tf.signal.stft(frame[None], self.window, self.hop, model.fft_length)
-    log_power, frame_level = model.log_powers(spectrum)  # [1, 1, bins], [1, 1, 1]
+    spectrum = self._analyse(frame)
+    log_power, frame_level = model.log_powers(spectrum.power)  # [1, 1, bins], [1, 1, 1]
     level_sum, frames = level_sum + frame_level[0, 0, 0], frames + 1.0
     x = model.project_in(model.relative(log_power, level_sum / frames) * 0.1)[:, 0]
     new_histories = []
@@ -64,13 +72,25 @@ class MaskStep:
       seen = tf.concat([history, x], 0)  # the frames the block's causal conv sees
       x = x + layers.glu(block.conv.last(seen[None]))
       new_histories.append(seen[1:])
-    gain = model.mask(x[:, None])
-    enhanced = tf.signal.inverse_stft(
-        spectrum * tf.complex(gain, tf.zeros_like(gain)), self.window, self.hop,
-        model.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))[0]
+    enhanced = self._synthesise(spectrum, model.mask(x[:, None]))
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
     return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], level_sum,
                                           frames, *new_histories])
+
+  def _analyse(self, frame: tf.Tensor) -> "_Spectrum":
+    """The frame's spectrum `[1, 1, bins]`, as the model's STFT computes it."""
+    if self.transform == "matmul":
+      return self._dft.analyse(frame)
+    return _Spectrum(complex=tf.signal.stft(frame[None], self.window, self.hop,
+                                            self.model.fft_length))
+
+  def _synthesise(self, spectrum: "_Spectrum", gain: tf.Tensor) -> tf.Tensor:
+    """The frame's windowed output samples `[window]` after `gain` per bin."""
+    if self.transform == "matmul":
+      return self._dft.synthesise(spectrum, gain)
+    return tf.signal.inverse_stft(
+        spectrum.complex * tf.complex(gain, tf.zeros_like(gain)), self.window, self.hop,
+        self.model.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))[0]
 
   def _pack(self, parts: List[tf.Tensor]) -> tf.Tensor:
     return tf.concat([tf.reshape(part, [-1]) for part in parts], 0)
@@ -79,6 +99,49 @@ class MaskStep:
     sizes = [int(np.prod(shape)) for shape in self._shapes]
     return [tf.reshape(part, shape)
             for part, shape in zip(tf.split(state, sizes), self._shapes)]
+
+
+class _Spectrum:
+  """One frame's spectrum: complex (tf.signal) or its real and imaginary parts (matmul)."""
+
+  def __init__(self, *, complex=None, real=None, imag=None):  # pylint: disable=redefined-builtin
+    self.complex, self.real, self.imag = complex, real, imag
+
+  @property
+  def power(self) -> tf.Tensor:
+    if self.complex is not None:
+      return tf.square(tf.abs(self.complex))
+    return tf.square(self.real) + tf.square(self.imag)
+
+
+class _DftMatrices:
+  """The STFT of one frame and its inverse as real matrix products: the analysis window
+  and the rfft in one `[window, bins]` pair, the irfft and the synthesis window in one
+  `[bins, window]` pair."""
+
+  def __init__(self, window: int, hop: int, fft_length: int):
+    bins = fft_length // 2 + 1
+    times, freqs = np.arange(window)[:, None], np.arange(bins)[None, :]
+    angle = 2.0 * np.pi * times * freqs / fft_length  # [window, bins]
+    analysis = tf.signal.hann_window(window, dtype=tf.float64).numpy()[:, None]
+    self.cos = tf.constant(analysis * np.cos(angle), tf.float32)
+    self.sin = tf.constant(-analysis * np.sin(angle), tf.float32)
+    weight = np.full(bins, 2.0 / fft_length)  # each bin and its mirror image
+    weight[0] = 1.0 / fft_length
+    if fft_length % 2 == 0:
+      weight[-1] = 1.0 / fft_length
+    synthesis = tf.signal.inverse_stft_window_fn(hop, forward_window_fn=tf.signal.hann_window)(
+        window, tf.float64).numpy()[None, :]
+    self.inverse_cos = tf.constant(weight[:, None] * np.cos(angle.T) * synthesis, tf.float32)
+    self.inverse_sin = tf.constant(-weight[:, None] * np.sin(angle.T) * synthesis, tf.float32)
+
+  def analyse(self, frame: tf.Tensor) -> _Spectrum:
+    row = frame[None]
+    return _Spectrum(real=tf.matmul(row, self.cos)[None], imag=tf.matmul(row, self.sin)[None])
+
+  def synthesise(self, spectrum: _Spectrum, gain: tf.Tensor) -> tf.Tensor:
+    real, imag = (spectrum.real * gain)[0], (spectrum.imag * gain)[0]  # [1, bins]
+    return (tf.matmul(real, self.inverse_cos) + tf.matmul(imag, self.inverse_sin))[0]
 
 
 class Streamer:
@@ -102,6 +165,22 @@ class Streamer:
     step = MaskStep(model)
     return cls(tf.function(step), step.initial_state(), hop=step.hop, lead=step.lead,
                latency=step.latency)
+
+  @classmethod
+  def from_tflite(cls, path: str) -> "Streamer":
+    """The stream of a .tflite file that `trainer.export --format=tflite` wrote, run by
+    TFLite's interpreter (its default delegates included)."""
+    runner = tf.lite.Interpreter(model_path=path).get_signature_runner()
+    inputs = runner.get_input_details()
+    hop, size = int(inputs["samples"]["shape"][0]), int(inputs["state"]["shape"][0])
+    info = runner(samples=np.zeros(hop, np.float32), state=np.zeros(size, np.float32))["info"]
+    _, lead, latency = (int(v) for v in info)
+
+    def step(samples, state):
+      out = runner(samples=np.asarray(samples, np.float32), state=np.asarray(state))
+      return out["samples"], out["state"]
+
+    return cls(step, np.zeros(size, np.float32), hop=hop, lead=lead, latency=latency)
 
   @classmethod
   def from_saved_model(cls, loaded) -> "Streamer":

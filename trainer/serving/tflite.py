@@ -1,0 +1,56 @@
+"""TFLite: a causal mask model's streaming step as a .tflite file of builtin ops only - one hop and the state vector in, a hop, the state and the stream's (hop, lead, latency) out."""
+
+from absl import logging
+import tensorflow as tf
+
+from common import files
+from trainer.models import mask
+from trainer.serving import export as saved_model
+from trainer.serving import stream
+
+
+def convert(model: mask.MaskDenoiser) -> bytes:
+  """The .tflite bytes of `model`'s stream step (transforms as matrix products, which the
+  builtin ops run at any FFT length).
+
+  Raises:
+    ValueError: the model cannot stream (not a causal mask model).
+  """
+  step = stream.MaskStep(model, transform="matmul")
+  info = tf.constant([step.hop, step.lead, step.latency], tf.int32)
+
+  def stream_step(samples, state):
+    out, new_state = step(samples, state)
+    return {"samples": out, "state": new_state, "info": tf.identity(info)}
+
+  function = tf.function(stream_step, input_signature=[
+      tf.TensorSpec([step.hop], tf.float32, name="samples"),
+      tf.TensorSpec([step.state_size], tf.float32, name="state")])
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+      [function.get_concrete_function()], model)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  return converter.convert()
+
+
+def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str = "auto",
+           checkpoint: str = "latest") -> str:
+  """Writes the stream step of the run in `model_dir` to the .tflite file `output` (under a
+  temporary name, renamed when complete); returns `output`. `weights` and `checkpoint`:
+  see `export.restore_model`.
+
+  Raises:
+    ValueError: `output` is not a new .tflite file apart from the model_dir, or the model
+      cannot stream.
+    FileExistsError: `output` exists and `overwrite` is not set.
+  """
+  if not output.endswith(".tflite"):
+    raise ValueError(f"output {output} must end in .tflite: the stream step is one file.")
+  if files.inside(output, model_dir):
+    raise ValueError(f"output {output} lies inside the model_dir {model_dir}: an export is "
+                     "written apart from the run it comes from (e.g. exported/<name>.tflite).")
+  if tf.io.gfile.exists(output) and not overwrite:
+    raise FileExistsError(f"output {output} exists; pass overwrite (--overwrite) to replace "
+                          "it.")
+  model, _, used = saved_model.restore_model(model_dir, weights, checkpoint)
+  logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
+  return files.write_bytes(output, convert(model))
