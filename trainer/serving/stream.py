@@ -13,7 +13,7 @@ the new state. `Streamer` does the rest on the host: blocks of any size in,
 the offline model's leading samples cut, the end of a clip on `flush`.
 """
 
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -167,10 +167,11 @@ class Streamer:
                latency=step.latency)
 
   @classmethod
-  def from_tflite(cls, path: str) -> "Streamer":
+  def from_tflite(cls, path: str, *, num_threads: Optional[int] = None) -> "Streamer":
     """The stream of a .tflite file that `trainer.export --format=tflite` wrote, run by
-    TFLite's interpreter (its default delegates included)."""
-    runner = tf.lite.Interpreter(model_path=path).get_signature_runner()
+    TFLite's interpreter (its default delegates included) on `num_threads` threads."""
+    runner = tf.lite.Interpreter(model_path=path,
+                                 num_threads=num_threads).get_signature_runner()
     inputs = runner.get_input_details()
     hop, size = int(inputs["samples"]["shape"][0]), int(inputs["state"]["shape"][0])
     info = runner(samples=np.zeros(hop, np.float32), state=np.zeros(size, np.float32))["info"]
