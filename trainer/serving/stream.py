@@ -115,33 +115,34 @@ class _Spectrum:
 
 
 class _DftMatrices:
-  """The STFT of one frame and its inverse as real matrix products: the analysis window
-  and the rfft in one `[window, bins]` pair, the irfft and the synthesis window in one
-  `[bins, window]` pair."""
+  """The STFT of one frame and its inverse as one real matrix product each: the analysis
+  window and the rfft's real and imaginary parts in `[window, 2 * bins]`, the irfft and
+  the synthesis window in `[2 * bins, window]`."""
 
   def __init__(self, window: int, hop: int, fft_length: int):
     bins = fft_length // 2 + 1
     times, freqs = np.arange(window)[:, None], np.arange(bins)[None, :]
     angle = 2.0 * np.pi * times * freqs / fft_length  # [window, bins]
     analysis = tf.signal.hann_window(window, dtype=tf.float64).numpy()[:, None]
-    self.cos = tf.constant(analysis * np.cos(angle), tf.float32)
-    self.sin = tf.constant(-analysis * np.sin(angle), tf.float32)
+    self.forward = tf.constant(np.concatenate([analysis * np.cos(angle),
+                                               -analysis * np.sin(angle)], 1), tf.float32)
     weight = np.full(bins, 2.0 / fft_length)  # each bin and its mirror image
     weight[0] = 1.0 / fft_length
     if fft_length % 2 == 0:
       weight[-1] = 1.0 / fft_length
     synthesis = tf.signal.inverse_stft_window_fn(hop, forward_window_fn=tf.signal.hann_window)(
         window, tf.float64).numpy()[None, :]
-    self.inverse_cos = tf.constant(weight[:, None] * np.cos(angle.T) * synthesis, tf.float32)
-    self.inverse_sin = tf.constant(-weight[:, None] * np.sin(angle.T) * synthesis, tf.float32)
+    self.inverse = tf.constant(np.concatenate([weight[:, None] * np.cos(angle.T),
+                                               -weight[:, None] * np.sin(angle.T)], 0)
+                               * synthesis, tf.float32)
 
   def analyse(self, frame: tf.Tensor) -> _Spectrum:
-    row = frame[None]
-    return _Spectrum(real=tf.matmul(row, self.cos)[None], imag=tf.matmul(row, self.sin)[None])
+    real, imag = tf.split(tf.matmul(frame[None], self.forward), 2, axis=-1)
+    return _Spectrum(real=real[None], imag=imag[None])
 
   def synthesise(self, spectrum: _Spectrum, gain: tf.Tensor) -> tf.Tensor:
-    real, imag = (spectrum.real * gain)[0], (spectrum.imag * gain)[0]  # [1, bins]
-    return (tf.matmul(real, self.inverse_cos) + tf.matmul(imag, self.inverse_sin))[0]
+    parts = tf.concat([spectrum.real * gain, spectrum.imag * gain], -1)[0]  # [1, 2 * bins]
+    return tf.matmul(parts, self.inverse)[0]
 
 
 class Streamer:
