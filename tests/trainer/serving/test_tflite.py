@@ -5,6 +5,7 @@ import os
 
 from absl.testing import parameterized
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from trainer.models import card as card_lib
@@ -44,6 +45,23 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
     out = np.concatenate([streamer.feed(signal[:777]), streamer.feed(signal[777:]),
                           streamer.flush()])
     self.assertAllClose(out, model(tf.constant(signal[None]))[0], atol=1e-4, rtol=0)
+
+  @pytest.mark.slow
+  def test_a_ten_minute_stream_keeps_its_state_size_and_stays_finite(self):
+    model = card_lib.ModelCard.from_json(description()).build()
+    path = os.path.join(self.create_tempdir().full_path, "step.tflite")
+    with open(path, "wb") as f:
+      f.write(tflite.convert(model))
+    streamer = stream.Streamer.from_tflite(path, num_threads=1)
+    size = np.shape(streamer._state)  # pylint: disable=protected-access
+    rng, returned = np.random.default_rng(0), 0
+    for second in range(600):
+      block = (0.1 * (1 + second % 7) * rng.standard_normal(16000)).astype(np.float32)
+      out = streamer.feed(block)
+      returned += len(out)
+      self.assertTrue(np.isfinite(out).all())
+      self.assertEqual(np.shape(streamer._state), size)  # pylint: disable=protected-access
+    self.assertEqual(returned + len(streamer.flush()), 600 * 16000)
 
   def test_a_run_exports_once_apart_from_it_and_only_a_causal_mask_model(self):
     model_dir, out_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
