@@ -1,6 +1,7 @@
 """Tests for setup.cfg: every package is installed, and a non-editable install finds its flagfiles from any directory."""
 
 import configparser
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -37,9 +38,11 @@ class PackagingTest(tf.test.TestCase):
     shutil.copytree(helpers.REPO, source, ignore=shutil.ignore_patterns(
         ".git", "tests", "runs", "build", "*.egg-info", "__pycache__"))
     target = self.create_tempdir().full_path
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", f"--target={target}", source],
-                   check=True, capture_output=True, timeout=600)
+    # build with this environment's setuptools when it can (offline); else pip fetches them
+    here = ["--no-build-isolation"] if all(
+        importlib.util.find_spec(m) for m in ("setuptools", "wheel")) else []
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *here,
+                    f"--target={target}", source], check=True, capture_output=True, timeout=600)
     self.assertTrue(os.path.isfile(os.path.join(target, "trainer", "flags", "cpu.flags")))
     shutil.rmtree(source)  # nothing may come from the source tree
     elsewhere = self.create_tempdir().full_path
