@@ -18,6 +18,7 @@ from absl import flags
 
 from common import cli
 from common import files
+from input import audio
 from trainer.serving import denoise
 from trainer.serving import pipe
 from trainer.serving import stream
@@ -34,14 +35,14 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
   rate = raw_rate or pipe.read_wav_header(source)
   through = pipe.Pipe(streamer, rate=rate, model_rate=int(loaded.sample_rate))
   if not raw_output:
-    sink.write(pipe.wav_header(rate))
+    sink.write(audio.wav16_header(rate))
   for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate))):
     sink.write(pipe.to_pcm16(through.feed(block)))
     sink.flush()
   sink.write(pipe.to_pcm16(through.flush()))
   if seekable_output and not raw_output:  # a file: give the header its sizes
     sink.seek(0)
-    sink.write(pipe.wav_header(rate, through.samples_out))
+    sink.write(audio.wav16_header(rate, through.samples_out))
   sink.flush()
   return through
 

@@ -9,7 +9,6 @@ the segment, not the file.
 """
 
 import os
-import struct
 from typing import Iterable, Iterator, Tuple
 
 from absl import logging
@@ -117,10 +116,7 @@ def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10
 def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> int:
   """Writes a mono 16-bit PCM WAV of `length` samples from `blocks` to the binary file `f`;
   returns how many samples were beyond full scale (and clipped)."""
-  data_bytes = 2 * length
-  f.write(b"RIFF" + struct.pack("<I", 36 + data_bytes) + b"WAVEfmt "
-          + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16)
-          + b"data" + struct.pack("<I", data_bytes))
+  f.write(audio.wav16_header(rate, length))
   clipped = 0
   for block in blocks:
     pcm, block_clipped = audio.to_int16(block)

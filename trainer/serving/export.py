@@ -19,8 +19,8 @@ from trainer.serving import stream
 
 class ExportedDenoiser(tf.Module):
   """What the SavedModel holds: the model, its sample rate and the `denoise` function; for
-  a causal mask model also `stream_step` (trainer.serving.stream) and its `hop`, `lead`,
-  `latency` and `state_size`."""
+  a causal mask model also `stream_step` (trainer.serving.stream, its `info` output: hop,
+  lead, latency) and `state_size`."""
 
   def __init__(self, model, sample_rate: int):
     super().__init__()
@@ -29,17 +29,8 @@ class ExportedDenoiser(tf.Module):
     self.streams = isinstance(model, mask.MaskDenoiser) and model.causal
     if self.streams:
       step = stream.MaskStep(model)
-      for name in ("hop", "lead", "latency", "state_size"):
-        setattr(self, name, tf.Variable(getattr(step, name), dtype=tf.int32, trainable=False))
-
-      def stream_step(samples, state):
-        """One hop of samples and the stream's state -> a hop of output and the state."""
-        out, new_state = step(samples, state)
-        return {"samples": out, "state": new_state}
-
-      self.stream_step = tf.function(stream_step, input_signature=[
-          tf.TensorSpec([step.hop], tf.float32, name="samples"),
-          tf.TensorSpec([step.state_size], tf.float32, name="state")])
+      self.state_size = tf.Variable(step.state_size, dtype=tf.int32, trainable=False)
+      self.stream_step = step.signature()
 
   @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="waveform")])
   def denoise(self, waveform):

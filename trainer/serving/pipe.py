@@ -2,16 +2,13 @@
 
 import struct
 import time
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO, Iterator
 
 import numpy as np
 import soxr
 
 from input import audio
 from trainer.serving import stream
-
-UNKNOWN_SIZE = 0xFFFFFFFF  # a WAV header's size for a stream of unknown length
-
 
 def read_wav_header(f: BinaryIO) -> int:
   """Reads a mono 16-bit PCM WAV header from a stream (up to its data); returns the rate.
@@ -36,15 +33,6 @@ def read_wav_header(f: BinaryIO) -> int:
       if kind not in (1, 0xFFFE) or bits != 16 or channels != 1:
         raise ValueError(f"the WAV holds {channels} channel(s) of {bits}-bit audio (format "
                          f"{kind}); stream mono 16-bit PCM (e.g. arecord -f S16_LE -c 1).")
-
-
-def wav_header(rate: int, samples: Optional[int] = None) -> bytes:
-  """A mono 16-bit PCM WAV header; sizes unknown (as streams write them) without `samples`."""
-  data = UNKNOWN_SIZE if samples is None else 2 * samples
-  riff = UNKNOWN_SIZE if samples is None else 36 + data
-  return (b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt "
-          + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16)
-          + b"data" + struct.pack("<I", data))
 
 
 def pcm_blocks(f: BinaryIO, block_bytes: int) -> Iterator[np.ndarray]:
@@ -123,7 +111,7 @@ class Pipe:
 
 def to_pcm16(samples: np.ndarray) -> bytes:
   """Float samples as little-endian 16-bit PCM (beyond full scale: clipped)."""
-  return audio.to_int16(samples)[0].astype("<i2").tobytes()
+  return audio.to_int16(samples)[0].tobytes()
 
 
 def _read_exactly(f: BinaryIO, size: int) -> bytes:

@@ -59,6 +59,20 @@ class MaskStep:
   def initial_state(self) -> tf.Tensor:
     return tf.zeros([self.state_size])
 
+  def signature(self):
+    """The step as the exports carry it: a tf.function of named inputs `samples [hop]` and
+    `state`, returning `samples`, `state` and `info` (hop, lead, latency)."""
+    info = tf.constant([self.hop, self.lead, self.latency], tf.int32)
+
+    def stream_step(samples, state):
+      """One hop of samples and the stream's state -> a hop of output and the state."""
+      out, new_state = self(samples, state)
+      return {"samples": out, "state": new_state, "info": tf.identity(info)}
+
+    return tf.function(stream_step, input_signature=[
+        tf.TensorSpec([self.hop], tf.float32, name="samples"),
+        tf.TensorSpec([self.state_size], tf.float32, name="state")])
+
   def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     model = self.model
     in_tail, out_tail, level_sum, frames, *histories = self._unpack(state)
@@ -174,15 +188,10 @@ class Streamer:
     runner = tf.lite.Interpreter(model_path=path,
                                  num_threads=num_threads).get_signature_runner()
     inputs = runner.get_input_details()
-    hop, size = int(inputs["samples"]["shape"][0]), int(inputs["state"]["shape"][0])
-    info = runner(samples=np.zeros(hop, np.float32), state=np.zeros(size, np.float32))["info"]
-    _, lead, latency = (int(v) for v in info)
-
-    def step(samples, state):
-      out = runner(samples=np.asarray(samples, np.float32), state=np.asarray(state))
-      return out["samples"], out["state"]
-
-    return cls(step, np.zeros(size, np.float32), hop=hop, lead=lead, latency=latency)
+    return cls._from_signature(
+        lambda samples, state: runner(samples=np.asarray(samples, np.float32),
+                                      state=np.asarray(state, np.float32)),
+        hop=int(inputs["samples"]["shape"][0]), state_size=int(inputs["state"]["shape"][0]))
 
   @classmethod
   def from_saved_model(cls, loaded) -> "Streamer":
@@ -191,10 +200,24 @@ class Streamer:
       raise ValueError("This export has no stream_step: only causal mask models stream "
                        "(train with --causal --architecture=mask, then export).")
     step = loaded.signatures["stream_step"]
-    return cls(lambda samples, state: tuple(step(samples=samples, state=state)[k]
-                                            for k in ("samples", "state")),
-               tf.zeros([int(loaded.state_size)]), hop=int(loaded.hop),
-               lead=int(loaded.lead), latency=int(loaded.latency))
+    return cls._from_signature(
+        lambda samples, state: step(samples=samples, state=state),
+        hop=int(step.structured_input_signature[1]["samples"].shape[0]),
+        state_size=int(loaded.state_size))
+
+  @classmethod
+  def _from_signature(cls, call, *, hop: int, state_size: int) -> "Streamer":
+    """A stream over an exported `MaskStep.signature()`: `call(samples, state)` returns
+    `samples`, `state` and `info` (hop, lead, latency: read from one call on zeros)."""
+    state = np.zeros(state_size, np.float32)
+    _, lead, latency = (int(v) for v in np.asarray(call(np.zeros(hop, np.float32),
+                                                         state)["info"]))
+
+    def step(samples, state):
+      out = call(samples, state)
+      return out["samples"], out["state"]
+
+    return cls(step, state, hop=hop, lead=lead, latency=latency)
 
   def reset(self):
     """Forgets the stream: the next sample fed is the first of a new one."""

@@ -16,16 +16,7 @@ def convert(model: mask.MaskDenoiser) -> bytes:
   Raises:
     ValueError: the model cannot stream (not a causal mask model).
   """
-  step = stream.MaskStep(model, transform="matmul")
-  info = tf.constant([step.hop, step.lead, step.latency], tf.int32)
-
-  def stream_step(samples, state):
-    out, new_state = step(samples, state)
-    return {"samples": out, "state": new_state, "info": tf.identity(info)}
-
-  function = tf.function(stream_step, input_signature=[
-      tf.TensorSpec([step.hop], tf.float32, name="samples"),
-      tf.TensorSpec([step.state_size], tf.float32, name="state")])
+  function = stream.MaskStep(model, transform="matmul").signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
