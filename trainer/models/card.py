@@ -27,7 +27,7 @@ ARCHITECTURES = {"mask": mask.MaskDenoiser, "unet": unet.UNet}
 # Constructor arguments that are not the model's shape.
 _NOT_SHAPE = ("sample_rate", "seed", "name")
 # Arguments added after cards were written, as the models of those cards had them.
-_BEFORE_ADDED = {"mask": {"level": "log"}}
+_BEFORE_ADDED = {"mask": {"level": "log", "level_seconds": 0.0}}
 
 
 def shape_arguments(architecture: str) -> Dict[str, Any]:

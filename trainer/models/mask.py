@@ -23,6 +23,7 @@ FLOOR = 1e-4  # lower bound of the mask (-80 dB): keeps a trace of every bin
 # the first models used: dragged down by empty bins).
 LEVELS = ("power", "log")
 FEATURE_FLOOR = 10.0  # "power" features stop this far (in nats, 43 dB) below the level
+LEVEL_SECONDS = 1.0  # a causal model's level: the mean over this much of the latest audio
 
 
 class ResidualBlock(tf.Module):
@@ -49,12 +50,17 @@ class MaskDenoiser(tf.Module):
     kernel_size: frames each conv sees.
     causal: no look-ahead (each frame's mask depends on past frames only).
     level: how the features' level is measured (see LEVELS).
+    level_seconds: causal models: the level is the mean over the latest this many
+      seconds (the frames so far until then), so it follows the audio however long a
+      stream runs; 0: over everything so far (the first causal models). No longer than
+      the training crop, so a stream's level is one of the kind the model was trained on.
     seed: initialisation seed.
   """
 
   def __init__(self, *, sample_rate: int, hidden: int = 128, depth: int = 6,
                kernel_size: int = 3, causal: bool = False, level: str = "power",
-               seed: int = 0, name: str = "mask_denoiser"):
+               level_seconds: float = LEVEL_SECONDS, seed: int = 0,
+               name: str = "mask_denoiser"):
     super().__init__(name=name)
     for argument, value in (("hidden", hidden), ("depth", depth),
                             ("kernel_size", kernel_size)):
@@ -64,6 +70,10 @@ class MaskDenoiser(tf.Module):
     self.fft_length = spectral.fft_length(self.window)
     self.causal = causal
     self.level = checks.one_of("level", level, LEVELS)
+    checks.at_least("level_seconds", level_seconds, 0)
+    # Frames a causal level averages (None: all so far).
+    self.level_frames = (max(1, int(round(level_seconds / HOP_SECONDS))) if level_seconds
+                         else None)
     # Future input samples each output sample depends on: its frames reach this far ahead.
     self.lookahead = self.window - 1 if causal else None
     bins = self.fft_length // 2 + 1
@@ -98,12 +108,20 @@ class MaskDenoiser(tf.Module):
     """Log power per bin relative to the clip's level (so far, when causal): what the
     network sees of a `[batch, frames, bins]` STFT."""
     log_power, frame_level = self.log_powers(tf.square(tf.abs(spectrum)))
-    if self.causal:  # level so far, so no frame depends on later audio
-      level = tf.cumsum(frame_level, axis=1) / tf.cast(
-          tf.range(1, tf.shape(frame_level)[1] + 1), tf.float32)[:, None]
-    else:
-      level = tf.reduce_mean(frame_level, axis=1, keepdims=True)
-    return self.relative(log_power, level)
+    if self.causal:
+      return self.relative(log_power, self.causal_level(frame_level))
+    return self.relative(log_power, tf.reduce_mean(frame_level, axis=1, keepdims=True))
+
+  def causal_level(self, frame_level: tf.Tensor) -> tf.Tensor:
+    """Each frame's level `[batch, frames, 1]` from its own and earlier frames' levels:
+    their mean over the latest `level_frames` (all so far if None)."""
+    count = tf.range(1, tf.shape(frame_level)[1] + 1)
+    if self.level_frames is None:
+      return tf.cumsum(frame_level, axis=1) / tf.cast(count, tf.float32)[:, None]
+    frames = self.level_frames
+    padded = tf.pad(frame_level, [[0, 0], [frames - 1, 0], [0, 0]])
+    sums = tf.nn.avg_pool1d(padded, frames, 1, "VALID") * float(frames)
+    return sums / tf.cast(tf.minimum(count, frames), tf.float32)[:, None]
 
   def log_powers(self, power: tf.Tensor):
     """`(log power per bin, each frame's level [..., 1])` of an STFT's power `|X|^2`."""

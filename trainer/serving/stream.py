@@ -27,7 +27,8 @@ StepFn = Callable[[tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
 
 class MaskStep:
   """One hop of a causal `MaskDenoiser` with its state as one vector: the STFT's overlap in
-  and out, the running level (sum and frames) and each dilated conv's frame history.
+  and out, the level's recent frames (or, for a level over everything so far, their sum)
+  and count, and each dilated conv's frame history.
 
   Attributes: `hop`, `lead` (the offline model's zeros before the first
   sample, which the stream's output starts with), `latency` (samples: an
@@ -47,7 +48,8 @@ class MaskStep:
     self.lead = self.window - self.hop
     self.latency = self.window - 1
     hidden = model.project_in.kernel.shape[-1]
-    self._shapes = [[self.lead], [self.lead], [], []] + [
+    recent = [model.level_frames - 1] if model.level_frames else []
+    self._shapes = [[self.lead], [self.lead], recent, []] + [
         [block.conv.history, hidden] for block in model.blocks]
     self.state_size = sum(int(np.prod(shape)) for shape in self._shapes)
     self.transform = transform
@@ -75,12 +77,12 @@ class MaskStep:
 
   def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     model = self.model
-    in_tail, out_tail, level_sum, frames, *histories = self._unpack(state)
+    in_tail, out_tail, recent, frames, *histories = self._unpack(state)
     frame = tf.concat([in_tail, samples], 0)
     spectrum = self._analyse(frame)
     log_power, frame_level = model.log_powers(spectrum.power)  # [1, 1, bins], [1, 1, 1]
-    level_sum, frames = level_sum + frame_level[0, 0, 0], frames + 1.0
-    x = model.project_in(model.relative(log_power, level_sum / frames) * 0.1)[:, 0]
+    level, recent, frames = self._level(recent, frames, frame_level[0, 0, 0])
+    x = model.project_in(model.relative(log_power, level) * 0.1)[:, 0]
     new_histories = []
     for block, history in zip(model.blocks, histories):
       seen = tf.concat([history, x], 0)  # the frames the block's causal conv sees
@@ -88,8 +90,20 @@ class MaskStep:
       new_histories.append(seen[1:])
     enhanced = self._synthesise(spectrum, model.mask(x[:, None]))
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
-    return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], level_sum,
+    return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], recent,
                                           frames, *new_histories])
+
+  def _level(self, recent: tf.Tensor, frames: tf.Tensor, current: tf.Tensor):
+    """`(level, recent, frames)`: the frame's level as `MaskDenoiser.causal_level` gives
+    it, from the `recent` frames' levels (zeros before the first; a scalar sum when the
+    level is over everything so far) and their count, which stops at the window."""
+    window = self.model.level_frames
+    if window is None:
+      total, frames = recent + current, frames + 1.0
+      return total / frames, total, frames
+    frames = tf.minimum(frames + 1.0, float(window))
+    level = (tf.reduce_sum(recent) + current) / frames
+    return level, tf.concat([recent, current[None]], 0)[1:], frames
 
   def _analyse(self, frame: tf.Tensor) -> "_Spectrum":
     """The frame's spectrum `[1, 1, bins]`, as the model's STFT computes it."""

@@ -15,7 +15,8 @@ class ModelCardTest(tf.test.TestCase):
 
   def test_shape_arguments_are_the_constructors_defaults(self):
     self.assertEqual(card_lib.shape_arguments("mask"),
-                     dict(hidden=128, depth=6, kernel_size=3, causal=False, level="power"))
+                     dict(hidden=128, depth=6, kernel_size=3, causal=False, level="power",
+                          level_seconds=1.0))
     self.assertEqual(card_lib.shape_arguments("unet")["hidden"], 16)
     with self.assertRaisesRegex(checks.ArgumentError, "architecture=lstm must be one of"):
       card_lib.shape_arguments("lstm")
@@ -23,7 +24,7 @@ class ModelCardTest(tf.test.TestCase):
   def test_create_fills_defaults_and_builds_the_model(self):
     card = card_lib.ModelCard.create("mask", sample_rate=8000, hidden=8, seed=2)
     self.assertEqual(card.arguments, dict(hidden=8, depth=6, kernel_size=3, causal=False,
-                                          level="power"))
+                                          level="power", level_seconds=1.0))
     model = card.build()
     self.assertIsInstance(model, mask.MaskDenoiser)
     self.assertEqual(model.window, 256)  # 32 ms at the card's rate
@@ -57,6 +58,7 @@ class ModelCardTest(tf.test.TestCase):
                                              sample_rate=8000, seed=0))
     self.assertEqual(card.arguments["level"], "log")
     self.assertEqual(card.build().level, "log")
+    self.assertIsNone(card.build().level_frames)  # the level over everything so far
 
   def test_broken_config_json_is_named(self):
     model_dir = self.create_tempdir().full_path

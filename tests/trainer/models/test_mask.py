@@ -1,5 +1,6 @@
 """Tests for trainer.models.mask: exact reconstruction, shapes and rates, level invariance, errors."""
 
+import numpy as np
 import tensorflow as tf
 
 from tests.trainer.models import model_contract
@@ -35,6 +36,29 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
     x = tf.random.normal([1, 8000])
     power = lambda s: tf.reduce_sum(tf.square(s))  # pylint: disable=g-long-lambda
     self.assertLessEqual(float(power(self.model(x))), float(power(x)) * 1.01)
+
+  def test_a_causal_level_is_the_mean_of_the_latest_frames(self):
+    levels = np.random.default_rng(0).normal(size=[2, 30, 1]).astype(np.float32)
+    for seconds, frames in ((0.04, 5), (1.0, 125), (0.0, None)):
+      model = mask.MaskDenoiser(sample_rate=RATE, hidden=4, depth=1, causal=True,
+                                level_seconds=seconds)
+      self.assertEqual(model.level_frames, frames)
+      expected = [levels[:, max(0, t + 1 - (frames or 30)):t + 1].mean(axis=1)
+                  for t in range(30)]
+      self.assertAllClose(model.causal_level(tf.constant(levels)),
+                          np.stack(expected, axis=1), atol=1e-5)
+
+  def test_a_causal_level_forgets_audio_older_than_its_window(self):
+    model = mask.MaskDenoiser(sample_rate=RATE, hidden=8, depth=2, causal=True,
+                              level_seconds=0.1)
+    x = tf.random.normal([1, 2 * RATE], seed=3)
+    louder_start = tf.concat([10.0 * x[:, :RATE // 2], x[:, RATE // 2:]], 1)
+    # The level's window (0.1 s) plus the convs' context (3 frames) and a window later:
+    later = RATE // 2 + int(0.2 * RATE)
+    self.assertAllClose(model(louder_start)[:, later:], model(x)[:, later:], atol=1e-5)
+    unbounded = mask.MaskDenoiser(sample_rate=RATE, hidden=8, depth=2, causal=True,
+                                  level_seconds=0)
+    self.assertNotAllClose(unbounded(louder_start)[:, later:], unbounded(x)[:, later:])
 
   def test_bins_with_no_energy_barely_move_the_power_level(self):
     rate = 16000

@@ -83,7 +83,7 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
         sample_rate=16000, seed=0).arguments
     self.assertEqual(parsed.configs().model.architecture, "mask")
     self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False,
-                                       level="power"))
+                                       level="power", level_seconds=1.0))
     self.assertEqual(arguments("--level=log")["level"], "log")
     self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused
                      dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,

@@ -9,8 +9,9 @@ from trainer.serving import export
 from trainer.serving import stream
 
 
-def model(rate, *, causal=True):
-  return mask.MaskDenoiser(sample_rate=rate, hidden=8, depth=3, causal=causal, seed=1)
+def model(rate, *, causal=True, level_seconds=mask.LEVEL_SECONDS):
+  return mask.MaskDenoiser(sample_rate=rate, hidden=8, depth=3, causal=causal,
+                           level_seconds=level_seconds, seed=1)
 
 
 def fed(streamer, signal, sizes):
@@ -26,9 +27,10 @@ def fed(streamer, signal, sizes):
 
 class MaskStreamTest(tf.test.TestCase, parameterized.TestCase):
 
-  @parameterized.parameters(16000, 48000)
-  def test_any_feed_sizes_give_the_offline_output(self, rate):
-    denoiser = model(rate)
+  # A level over 40 ms (5 frames) slides within the clip; 0: the level over all so far.
+  @parameterized.parameters((16000, 0.04), (48000, 0.04), (16000, 0.0))
+  def test_any_feed_sizes_give_the_offline_output(self, rate, level_seconds):
+    denoiser = model(rate, level_seconds=level_seconds)
     signal = (0.1 * np.random.default_rng(rate).standard_normal(rate // 4 + 37)).astype(
         np.float32)
     offline = denoiser(tf.constant(signal[None]))[0].numpy()

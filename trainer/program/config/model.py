@@ -38,6 +38,10 @@ class ModelConfig:
                               "no energy, as in band-limited audio, barely move it) or log "
                               "(the mean log power of the first models).",
                               choices=["power", "log"])
+  level_seconds: Optional[float] = flag(
+      None, "mask, causal: the level is the mean over the latest this many seconds, so a "
+      "stream's level follows the audio however long it runs (0: everything so far; "
+      "default 1, the training crop).")
   stride: Optional[int] = flag(None, f"unet: conv stride (time downsampling per layer; "
                                f"default {_UNET['stride']}).")
   growth: Optional[int] = flag(None, f"unet: channel growth per layer (default "
