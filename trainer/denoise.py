@@ -8,7 +8,6 @@ from absl import flags
 
 from common import cli
 from trainer.serving import denoise
-from trainer.serving import kept_input
 
 FLAGS = flags.FLAGS
 
@@ -31,13 +30,14 @@ if __name__ == "__main__":
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
   flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
-  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input added "
-                     "back to the output outside the presence band: limits the noise "
-                     "attenuation (0.15: about -16.5 dB) and restores speech detail; 0 (with "
-                     "--keep_presence=0): the model's output alone.")
-  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input added "
-                     "back in the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
-                     "consonants live (0.5: about -6 dB at most); equal to --keep_input, one "
-                     "share everywhere. BENCHMARKS.md compares the shares on held-out speech.")
+  flags.DEFINE_float("keep_input", None, "Share of the unprocessed input kept in the "
+                     "output outside the presence band: limits the noise attenuation (0.15: "
+                     "about -16.5 dB) and restores speech detail; 0 (with --keep_presence=0): "
+                     "the model's output alone. Default: the share the export keeps "
+                     "(trainer.export --keep_input).")
+  flags.DEFINE_float("keep_presence", None, "Share of the input kept in the presence band "
+                     "(3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where consonants live (0.5: "
+                     "about -6 dB at most); equal to --keep_input, one share everywhere. "
+                     "Default: the export's (trainer.export --keep_presence).")
   flags.mark_flags_as_required(["saved_model", "input", "output"])
   app.run(main)

@@ -10,6 +10,7 @@ from absl import flags
 from common import cli
 from trainer import run_dir
 from trainer.serving import export
+from trainer.serving import kept_input
 from trainer.serving import tflite
 
 FLAGS = flags.FLAGS
@@ -20,7 +21,8 @@ def main(argv):
   write = tflite.export if FLAGS.format == "tflite" else export.export
   with cli.one_line_errors("trainer.export", run_dir.CheckpointError):
     path = write(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
-                 weights=FLAGS.weights, checkpoint=FLAGS.checkpoint)
+                 weights=FLAGS.weights, checkpoint=FLAGS.checkpoint,
+                 keep_input=FLAGS.keep_input, keep_presence=FLAGS.keep_presence)
   print(f"Exported to {path}")
 
 
@@ -38,5 +40,13 @@ if __name__ == "__main__":
                     "run kept one.")
   flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "
                       "--keep_best) or a checkpoint path (runs/x/checkpoints/ckpt-2000).")
+  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input the "
+                     "export keeps in its output outside the presence band: limits the noise "
+                     "attenuation (0.15: about -16.5 dB) and restores speech detail; 0 (with "
+                     "--keep_presence=0): the model's output alone.")
+  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input kept in "
+                     "the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
+                     "consonants live (0.5: about -6 dB at most); equal to --keep_input, one "
+                     "share everywhere. BENCHMARKS.md compares the shares on held-out speech.")
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main)

@@ -65,6 +65,7 @@ class MaskDenoiser(tf.Module):
     for argument, value in (("hidden", hidden), ("depth", depth),
                             ("kernel_size", kernel_size)):
       checks.at_least(argument, value, 1)
+    self.sample_rate = sample_rate
     self.window = max(16, int(round(WINDOW_SECONDS * sample_rate)))
     self.hop = max(4, int(round(HOP_SECONDS * sample_rate)))
     self.fft_length = spectral.fft_length(self.window)
@@ -83,7 +84,9 @@ class MaskDenoiser(tf.Module):
                                    seed=(seed, 10 + 2 * i)) for i in range(depth)]
       self.project_out = layers.Conv1D(hidden, bins, 1, seed=(seed, 3))
 
-  def __call__(self, noisy):
+  def __call__(self, noisy, keep=None):
+    """The estimate; `keep` (optional, `[bins]` in [0, 1]): a share of the input kept per
+    bin, the gain floored at `G + keep * (1 - G)` (trainer.serving.kept_input)."""
     dtype = noisy.dtype
     noisy32 = tf.cast(noisy, tf.float32)
     length = tf.shape(noisy32)[-1]
@@ -93,16 +96,18 @@ class MaskDenoiser(tf.Module):
     x = self.project_in(tf.cast(self.features(spectrum) * 0.1, dtype))
     for block in self.blocks:
       x = block(x)
-    mask = self.mask(x)
+    mask = self.mask(x, keep)
     enhanced = tf.signal.inverse_stft(
         spectrum * tf.complex(mask, tf.zeros_like(mask)), self.window, self.hop,
         self.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))
     return tf.cast(enhanced[:, lead:lead + length], dtype)
 
-  def mask(self, x: tf.Tensor) -> tf.Tensor:
-    """The gain per bin, in [FLOOR, 1], from the conv stack's output."""
-    mask = tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)), tf.float32))
-    return FLOOR + (1.0 - FLOOR) * mask
+  def mask(self, x: tf.Tensor, keep=None) -> tf.Tensor:
+    """The gain per bin, in [FLOOR, 1], from the conv stack's output; floored at `keep`
+    (`[bins]`) as `__call__` says."""
+    mask = FLOOR + (1.0 - FLOOR) * tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)),
+                                                      tf.float32))
+    return mask if keep is None else mask + keep * (1.0 - mask)
 
   def features(self, spectrum: tf.Tensor) -> tf.Tensor:
     """Log power per bin relative to the clip's level (so far, when causal): what the

@@ -46,7 +46,7 @@ def frame_power(x: np.ndarray, rate: int, low: float, high: float):
 
 
 def extend(signal: np.ndarray, rate: int, noisy_model: np.ndarray,
-           enhanced_model: np.ndarray, model_rate: int) -> np.ndarray:
+           enhanced_model: np.ndarray, model_rate: int, *, keep: float = 0.0) -> np.ndarray:
   """The band of `signal` (at `rate`) above `model_rate`'s Nyquist frequency, gated frame by
   frame as the module docstring says; add it to the enhanced output resampled to `rate`.
 
@@ -54,6 +54,9 @@ def extend(signal: np.ndarray, rate: int, noisy_model: np.ndarray,
     signal: the input at its own `rate` (> `model_rate`).
     noisy_model: `signal` resampled to `model_rate` (what the model was given).
     enhanced_model: the model's output at `model_rate`.
+    keep: the least share of the input kept up there: the gain is at least `keep`
+      (`enhanced_model`, the export's output, holds its kept input already, which the
+      gain from its top band follows; where the model removed noise, that is less).
   """
   upper = signal - audio.resample(noisy_model, model_rate, rate, name="input",
                                   length=len(signal))
@@ -64,6 +67,6 @@ def extend(signal: np.ndarray, rate: int, noisy_model: np.ndarray,
   frame_times = np.arange(len(present)) * hop / rate
   expected = speech_ratio(model_rate, rate) * np.interp(
       frame_times, np.arange(len(speech)) * model_hop / model_rate, speech)
-  gains = np.sqrt(np.clip(expected / (present + 1e-20), 0.0, 1.0))
+  gains = np.maximum(np.sqrt(np.clip(expected / (present + 1e-20), 0.0, 1.0)), keep)
   return (upper * np.interp(np.arange(len(signal)) / rate, frame_times, gains)
           ).astype(np.float32)

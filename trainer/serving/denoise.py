@@ -9,7 +9,7 @@ the segment, not the file.
 """
 
 import os
-from typing import Iterable, Iterator, Tuple
+from typing import Iterable, Iterator, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -20,7 +20,6 @@ from common import files
 from input import audio
 from trainer.models import card
 from trainer.serving import band_extension
-from trainer.serving import kept_input
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
 
@@ -76,29 +75,42 @@ def enhance(denoise_fn, signal: np.ndarray, *, chunk: int, overlap: int,
 
 
 def denoise_signal(module, signal: np.ndarray, rate: int, *, chunk_seconds: float = 10.0,
-                   overlap_seconds: float = 0.5, keep_input: float = kept_input.KEEP,
-                   keep_presence: float = kept_input.PRESENCE_KEEP) -> np.ndarray:
+                   overlap_seconds: float = 0.5, keep_input: Optional[float] = None,
+                   keep_presence: Optional[float] = None) -> np.ndarray:
   """`signal` (mono float32 at `rate`) enhanced by a loaded SavedModel; same rate and length.
 
-  Above a lower-rate model's band the output keeps the signal's band, gated by
-  the gain the model gave its own top band (`band_extension`). Then a share of
-  the input goes back in: `keep_presence` of it in the presence band (3-5 kHz),
-  `keep_input` elsewhere (`kept_input`).
+  The export keeps a share of the input at its rate (`keep_presence` in the
+  presence band, `keep_input` elsewhere; None: the shares stored in it). Above
+  a lower-rate model's band the output keeps the signal's band, gated by the
+  gain the model gave its own top band and floored at `keep_input`
+  (`band_extension`).
   """
+  keep_input, keep_presence = kept_shares(module, keep_input, keep_presence)
   model_rate = int(module.sample_rate.numpy())
   at_model_rate = audio.resample(signal, rate, model_rate, name="input")
-  enhanced = enhance(module.denoise, at_model_rate, chunk=int(chunk_seconds * model_rate),
+  enhanced = enhance(lambda batch: module.denoise_keeping(batch, keep_input, keep_presence),
+                     at_model_rate, chunk=int(chunk_seconds * model_rate),
                      overlap=int(overlap_seconds * model_rate))
   out = audio.resample(enhanced, model_rate, rate, name="output", length=len(signal))
   if rate > model_rate:
-    out += band_extension.extend(signal, rate, at_model_rate, enhanced, model_rate)
-  return kept_input.add_back(out, signal, rate, keep=keep_input, presence_keep=keep_presence)
+    out += band_extension.extend(signal, rate, at_model_rate, enhanced, model_rate,
+                                 keep=keep_input)
+  return out
+
+
+def kept_shares(module, keep_input: Optional[float], keep_presence: Optional[float]):
+  """`(keep_input, keep_presence)`: each as given, or (None) as stored in the export."""
+  keep_input = float(module.keep_input.numpy()) if keep_input is None else keep_input
+  keep_presence = (float(module.keep_presence.numpy()) if keep_presence is None
+                   else keep_presence)
+  checks.probability("keep_input", keep_input)
+  checks.probability("keep_presence", keep_presence)
+  return keep_input, keep_presence
 
 
 def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10.0,
-                   overlap_seconds: float = 0.5,
-                   keep_input: float = kept_input.KEEP,
-                   keep_presence: float = kept_input.PRESENCE_KEEP) -> Iterator[np.ndarray]:
+                   overlap_seconds: float = 0.5, keep_input: Optional[float] = None,
+                   keep_presence: Optional[float] = None) -> Iterator[np.ndarray]:
   """The enhanced `source` as consecutive blocks at its own rate, one segment
   (`SEGMENT_SECONDS`, at least two chunks) read and enhanced at a time, the segments
   cross-faded over `overlap_seconds`."""
@@ -126,7 +138,8 @@ def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> i
 
 
 def load(saved_model: str):
-  """The exported module; a clear error for a directory that is not a trainer.export output."""
+  """The exported module; a clear error for a directory that is not a trainer.export output
+  (or one written before exports kept a share of the input)."""
   if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
     if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
       raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
@@ -134,7 +147,12 @@ def load(saved_model: str):
                        "--output=exported/<name> and pass that directory.")
     raise ValueError(f"{saved_model} holds no SavedModel (saved_model.pb): pass a directory "
                      "written by python -m trainer.export.")
-  return tf.saved_model.load(saved_model)
+  module = tf.saved_model.load(saved_model)
+  if not hasattr(module, "denoise_keeping"):
+    raise ValueError(f"{saved_model} was exported before exports kept a share of the input "
+                     "(it has no denoise_keeping): export the run again with python -m "
+                     "trainer.export --overwrite.")
+  return module
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -169,8 +187,8 @@ def check_output(input_path: str, output_path: str, *, saved_model: str, overwri
 
 def denoise_file(saved_model: str, input_path: str, output_path: str, *,
                  chunk_seconds: float = 10.0, overlap_seconds: float = 0.5,
-                 overwrite: bool = False, keep_input: float = kept_input.KEEP,
-                 keep_presence: float = kept_input.PRESENCE_KEEP) -> int:
+                 overwrite: bool = False, keep_input: Optional[float] = None,
+                 keep_presence: Optional[float] = None) -> int:
   """Writes the enhanced `input_path` to `output_path`; returns its number of samples.
 
   The WAV is streamed to a temporary name beside `output_path` and renamed
@@ -178,13 +196,12 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   input never. Samples beyond full scale are clipped, with a warning.
   """
   checks.positive("chunk_seconds", chunk_seconds)
-  checks.probability("keep_input", keep_input)
-  checks.probability("keep_presence", keep_presence)
   if not 0 <= overlap_seconds < chunk_seconds:
     raise checks.ArgumentError("overlap_seconds", overlap_seconds,
                                f"must be in [0, chunk_seconds={chunk_seconds:g}).")
   check_output(input_path, output_path, saved_model=saved_model, overwrite=overwrite)
   module = load(saved_model)
+  keep_input, keep_presence = kept_shares(module, keep_input, keep_presence)
   source = audio.AudioFile(input_path)
   with files.atomic_writer(output_path) as f:
     clipped = write_wav16(f, denoise_stream(module, source, chunk_seconds=chunk_seconds,

@@ -14,32 +14,54 @@ from trainer import run_dir
 from trainer.models import card as card_lib
 from trainer.models import contract
 from trainer.models import mask
+from trainer.serving import kept_input
 from trainer.serving import stream
 
 
-class ExportedDenoiser(tf.Module):
-  """What the SavedModel holds: the model, its sample rate and the `denoise` function; for
-  a causal mask model also `stream_step` (trainer.serving.stream, its `info` output: hop,
-  lead, latency) and `state_size`."""
+WAVEFORM = tf.TensorSpec([None, None], tf.float32, name="waveform")
 
-  def __init__(self, model, sample_rate: int):
+
+class ExportedDenoiser(tf.Module):
+  """What the SavedModel holds: the model, its sample rate, the share of the input it keeps
+  (`keep_input`, `keep_presence`: trainer.serving.kept_input) and two functions:
+  `denoise(waveform)` keeps those shares, `denoise_keeping(waveform, keep_input,
+  keep_presence)` the shares given. A causal mask model's also holds `stream_step`
+  (trainer.serving.stream, with the stored shares; its `info` output: hop, lead,
+  latency) and `state_size`."""
+
+  def __init__(self, model, sample_rate: int, *, keep_input: float = kept_input.KEEP,
+               keep_presence: float = kept_input.PRESENCE_KEEP):
     super().__init__()
+    checks.probability("keep_input", keep_input)
+    checks.probability("keep_presence", keep_presence)
     self.model = model
     self.sample_rate = tf.Variable(sample_rate, dtype=tf.int32, trainable=False)
+    self.keep_input = tf.Variable(keep_input, dtype=tf.float32, trainable=False)
+    self.keep_presence = tf.Variable(keep_presence, dtype=tf.float32, trainable=False)
+    self._rate = sample_rate
     self.streams = isinstance(model, mask.MaskDenoiser) and model.causal
     if self.streams:
-      step = stream.MaskStep(model)
+      step = stream.MaskStep(model, keep_input=self.keep_input,
+                             keep_presence=self.keep_presence)
       self.state_size = tf.Variable(step.state_size, dtype=tf.int32, trainable=False)
       self.stream_step = step.signature()
 
-  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="waveform")])
+  @tf.function(input_signature=[WAVEFORM])
   def denoise(self, waveform):
-    """Enhanced float32 audio at `sample_rate`, same shape as the input."""
-    return self.model(waveform)
+    """Enhanced float32 audio at `sample_rate`, same shape as the input, with the stored
+    share of the input kept."""
+    return self.denoise_keeping(waveform, self.keep_input, self.keep_presence)
+
+  @tf.function(input_signature=[WAVEFORM, tf.TensorSpec([], tf.float32, name="keep_input"),
+                                tf.TensorSpec([], tf.float32, name="keep_presence")])
+  def denoise_keeping(self, waveform, keep_input, keep_presence):
+    """As `denoise`, keeping `keep_presence` of the input in the presence band and
+    `keep_input` elsewhere (each in [0, 1]; 0 and 0: the model's output alone)."""
+    return kept_input.enhance(self.model, waveform, self._rate, keep_input, keep_presence)
 
   def signatures(self) -> dict:
-    return ({"denoise": self.denoise, "stream_step": self.stream_step} if self.streams
-            else {"denoise": self.denoise})
+    functions = {"denoise": self.denoise, "denoise_keeping": self.denoise_keeping}
+    return dict(functions, stream_step=self.stream_step) if self.streams else functions
 
 
 WEIGHTS = ("auto", "ema", "raw")
@@ -156,18 +178,24 @@ def check_output(model_dir: str, output: str, *, overwrite: bool):
 
 
 def export(model_dir: str, output: str, *, overwrite: bool = False,
-           weights: str = "auto", checkpoint: str = "latest") -> str:
+           weights: str = "auto", checkpoint: str = "latest",
+           keep_input: float = kept_input.KEEP,
+           keep_presence: float = kept_input.PRESENCE_KEEP) -> str:
   """Writes the SavedModel to `output`; returns `output`.
 
   It is written under a temporary name beside `output` and renamed into place
   when complete; an earlier export is replaced only with `overwrite`, and
   nothing else (least of all the model_dir) is ever removed. `weights` and
-  `checkpoint`: see `restore_model`.
+  `checkpoint`: see `restore_model`; `keep_input`, `keep_presence`: the shares
+  of the input its `denoise` and `stream_step` keep.
   """
+  checks.probability("keep_input", keep_input)
+  checks.probability("keep_presence", keep_presence)
   check_output(model_dir, output, overwrite=overwrite)
   model, sample_rate, used = restore_model(model_dir, weights, checkpoint)
   logging.info("Exporting the %s weights of %s.", used, model_dir)
-  module = ExportedDenoiser(model, sample_rate)
+  module = ExportedDenoiser(model, sample_rate, keep_input=keep_input,
+                            keep_presence=keep_presence)
   output = output.rstrip("/")
   parent = os.path.dirname(output) or "."
   tf.io.gfile.makedirs(parent)

@@ -5,7 +5,8 @@
       speaker.write(streamer.feed(block))
     speaker.write(streamer.flush())                      # the rest, as the whole clip ends
 
-Concatenated, the output equals the model's offline output on the same audio.
+Concatenated, the output equals the model's offline output on the same audio,
+with the same share of the input kept (`kept_input.enhance`).
 A step takes one hop of samples and the state - one float32 vector, so the
 same step runs from a SavedModel (`trainer.export` writes it as the
 `stream_step` signature) or outside Python - and returns a hop of output and
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 from trainer.models import layers
 from trainer.models import mask as mask_lib
+from trainer.serving import kept_input
 
 # step(samples [hop], state [size]) -> (output [hop], state [size])
 StepFn = Callable[[tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
@@ -36,14 +38,16 @@ class MaskStep:
   position arrived: the analysis window less one sample), `state_size`.
   `transform`: fft (tf.signal, as the model computes) or matmul (the same
   transforms as real matrix products: what TFLite's builtin ops can run at any
-  FFT length).
+  FFT length). `keep_input`, `keep_presence`: the share of the input kept
+  (trainer.serving.kept_input), as a floor on the gain.
   """
 
-  def __init__(self, model: mask_lib.MaskDenoiser, *, transform: str = "fft"):
+  def __init__(self, model: mask_lib.MaskDenoiser, *, transform: str = "fft",
+               keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP):
     if not isinstance(model, mask_lib.MaskDenoiser) or not model.causal:
       raise ValueError("Only a causal mask model streams (train it with --causal): a model "
                        "that looks ahead needs audio that has not arrived yet.")
-    self.model = model
+    self.model, self.keep = model, (keep_input, keep_presence)
     self.hop, self.window = model.hop, model.window
     self.lead = self.window - self.hop
     self.latency = self.window - 1
@@ -88,7 +92,8 @@ class MaskStep:
       seen = tf.concat([history, x], 0)  # the frames the block's causal conv sees
       x = x + layers.glu(block.conv.last(seen[None]))
       new_histories.append(seen[1:])
-    enhanced = self._synthesise(spectrum, model.mask(x[:, None]))
+    gain = model.mask(x[:, None], kept_input.bin_shares(model, *self.keep))
+    enhanced = self._synthesise(spectrum, gain)
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
     return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], recent,
                                           frames, *new_histories])
@@ -190,8 +195,9 @@ class Streamer:
     self.reset()
 
   @classmethod
-  def for_mask_model(cls, model: mask_lib.MaskDenoiser) -> "Streamer":
-    step = MaskStep(model)
+  def for_mask_model(cls, model: mask_lib.MaskDenoiser, *, keep_input=kept_input.KEEP,
+                     keep_presence=kept_input.PRESENCE_KEEP) -> "Streamer":
+    step = MaskStep(model, keep_input=keep_input, keep_presence=keep_presence)
     return cls(tf.function(step), step.initial_state(), hop=step.hop, lead=step.lead,
                latency=step.latency)
 

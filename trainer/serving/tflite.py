@@ -3,20 +3,24 @@
 from absl import logging
 import tensorflow as tf
 
+from common import checks
 from common import files
 from trainer.models import mask
 from trainer.serving import export as saved_model
+from trainer.serving import kept_input
 from trainer.serving import stream
 
 
-def convert(model: mask.MaskDenoiser) -> bytes:
+def convert(model: mask.MaskDenoiser, *, keep_input: float = kept_input.KEEP,
+            keep_presence: float = kept_input.PRESENCE_KEEP) -> bytes:
   """The .tflite bytes of `model`'s stream step (transforms as matrix products, which the
-  builtin ops run at any FFT length).
+  builtin ops run at any FFT length), keeping those shares of the input.
 
   Raises:
     ValueError: the model cannot stream (not a causal mask model).
   """
-  function = stream.MaskStep(model, transform="matmul").signature()
+  function = stream.MaskStep(model, transform="matmul", keep_input=keep_input,
+                             keep_presence=keep_presence).signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
@@ -24,10 +28,11 @@ def convert(model: mask.MaskDenoiser) -> bytes:
 
 
 def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str = "auto",
-           checkpoint: str = "latest") -> str:
+           checkpoint: str = "latest", keep_input: float = kept_input.KEEP,
+           keep_presence: float = kept_input.PRESENCE_KEEP) -> str:
   """Writes the stream step of the run in `model_dir` to the .tflite file `output` (under a
   temporary name, renamed when complete); returns `output`. `weights` and `checkpoint`:
-  see `export.restore_model`.
+  see `export.restore_model`; `keep_input`, `keep_presence`: the shares of the input kept.
 
   Raises:
     ValueError: `output` is not a new .tflite file apart from the model_dir, or the model
@@ -42,6 +47,9 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
   if tf.io.gfile.exists(output) and not overwrite:
     raise FileExistsError(f"output {output} exists; pass overwrite (--overwrite) to replace "
                           "it.")
+  checks.probability("keep_input", keep_input)
+  checks.probability("keep_presence", keep_presence)
   model, _, used = saved_model.restore_model(model_dir, weights, checkpoint)
   logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
-  return files.write_bytes(output, convert(model))
+  return files.write_bytes(output, convert(model, keep_input=keep_input,
+                                           keep_presence=keep_presence))

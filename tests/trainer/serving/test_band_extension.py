@@ -14,13 +14,17 @@ RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input 
 
 
 def model(gain_fn):
-  """A stand-in for an exported 16 kHz model: multiplies its input by `gain_fn(t)`."""
+  """A stand-in for an exported 16 kHz model: multiplies its input by `gain_fn(t)`, then
+  keeps a share of the input as exports do."""
 
-  def denoise_fn(batch):
-    batch = batch.numpy()
-    return batch * gain_fn(np.arange(batch.shape[1]) / MODEL_RATE)[None].astype(np.float32)
+  def denoise_keeping(batch, keep_input, keep_presence):
+    gains = gain_fn(np.arange(batch.shape[1]) / MODEL_RATE)[None].astype(np.float32)
+    return kept_input.add_back(batch * gains, batch, MODEL_RATE, keep_input, keep_presence)
 
-  return types.SimpleNamespace(sample_rate=tf.constant(MODEL_RATE), denoise=denoise_fn)
+  return types.SimpleNamespace(sample_rate=tf.constant(MODEL_RATE),
+                               denoise_keeping=denoise_keeping,
+                               keep_input=tf.constant(kept_input.KEEP),
+                               keep_presence=tf.constant(kept_input.PRESENCE_KEEP))
 
 
 def band_power(x, low, high):
@@ -74,6 +78,9 @@ class BandExtensionTest(tf.test.TestCase):
     self.assertLess(band_power(first, 9000, 24000), 1e-4 * band_power(second, 9000, 24000))
     self.assertAllClose(band_power(second, 9000, 24000),
                         band_power(signal[int(1.1 * RATE):], 9000, 24000), rtol=0.1)
+    kept = denoise.denoise_signal(model(gate), signal, RATE, keep_input=0.2, keep_presence=0)
+    self.assertAllClose(band_power(kept[:int(0.9 * RATE)], 9000, 24000),  # (0.2)^2 of it
+                        0.04 * band_power(signal[:int(0.9 * RATE)], 9000, 24000), rtol=0.1)
 
   def test_a_file_at_the_models_rate_or_below_is_not_extended(self):
     signal = noise()[:MODEL_RATE]

@@ -19,6 +19,7 @@ from trainer import optim
 from trainer import run_dir
 from trainer.serving import denoise
 from trainer.serving import export
+from trainer.serving import kept_input
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
                               max_hidden=10000, causal=False, attention_heads=2,
@@ -37,6 +38,11 @@ def write_float_wav(path, signal, rate):
           + struct.pack("<I", len(raw)) + raw)
   with open(path, "wb") as f:
     f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
+
+
+def kept(model, x, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP):
+  """`model`'s output for `x` (at 8 kHz) with the shares of the input an export keeps."""
+  return kept_input.enhance(model, x, 8000, keep_input, keep_presence)
 
 
 class ExportTest(tf.test.TestCase):
@@ -59,10 +65,40 @@ class ExportTest(tf.test.TestCase):
   def test_saved_model_matches_the_model(self):
     loaded = tf.saved_model.load(self.saved)
     x = tf.random.normal([2, 1234])
-    self.assertAllClose(loaded.denoise(x), self.model(x), rtol=1e-5, atol=1e-6)
+    self.assertAllClose(loaded.denoise(x), kept(self.model, x), rtol=1e-5, atol=1e-6)
+    self.assertAllClose(loaded.denoise_keeping(x, 0.0, 0.0), self.model(x), rtol=1e-5,
+                        atol=1e-6)
     self.assertEqual(int(loaded.sample_rate.numpy()), 8000)
-    signature = tf.saved_model.load(self.saved).signatures["denoise"]
-    self.assertAllClose(signature(waveform=x)["output_0"], self.model(x), atol=1e-6)
+    signatures = tf.saved_model.load(self.saved).signatures
+    self.assertAllClose(signatures["denoise"](waveform=x)["output_0"], kept(self.model, x),
+                        atol=1e-6)
+    self.assertAllClose(signatures["denoise_keeping"](waveform=x, keep_input=0.3,
+                                                      keep_presence=0.3)["output_0"],
+                        kept(self.model, x, 0.3, 0.3), atol=1e-6)
+
+  def test_the_export_keeps_the_shares_it_was_given_and_the_file_path_follows(self):
+    saved = export.export(self.model_dir, os.path.join(self.out_dir, "k"), keep_input=0.05,
+                          keep_presence=0.2)
+    loaded = tf.saved_model.load(saved)
+    self.assertAllClose((loaded.keep_input, loaded.keep_presence), (0.05, 0.2))
+    signal = (0.1 * np.random.default_rng(4).normal(size=12000)).astype(np.float32)
+    path = os.path.join(self.out_dir, "at_model_rate.wav")
+    tf.io.write_file(path, tf.audio.encode_wav(signal[:, None], 8000))
+    whole = kept(self.model, tf.constant(audio.load(path)[0][None]), 0.05, 0.2)[0]
+    denoise.denoise_file(saved, path, path + ".out.wav")  # one chunk, at the model's rate
+    self.assertAllClose(audio.load(path + ".out.wav")[0], whole, atol=2 / 32768)
+    with self.assertRaisesRegex(ValueError, r"keep_input=1.2 must be in \[0, 1\]"):
+      export.export(self.model_dir, os.path.join(self.out_dir, "bad"), keep_input=1.2)
+
+  def test_an_export_from_before_the_kept_input_is_refused_with_the_fix(self):
+    old = tf.Module()
+    old.denoise = tf.function(lambda waveform: waveform,
+                              input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    path = os.path.join(self.out_dir, "old")
+    tf.saved_model.save(old, path)
+    with self.assertRaisesRegex(ValueError, "exported before exports kept a share of the "
+                                "input .* export the run again"):
+      denoise.load(path)
 
   def test_denoise_file_keeps_length_and_rate(self):
     rate, seconds = 16000, 2.3
@@ -195,7 +231,7 @@ class ExportTest(tf.test.TestCase):
     for weights, want in (("auto", averaged), ("ema", averaged), ("raw", self.model)):
       loaded = tf.saved_model.load(export.export(
           self.model_dir, os.path.join(self.out_dir, weights), weights=weights))
-      self.assertAllClose(loaded.denoise(x), want(x), rtol=1e-5, atol=1e-6)
+      self.assertAllClose(loaded.denoise(x), kept(want, x), rtol=1e-5, atol=1e-6)
 
   def test_the_best_or_a_named_checkpoint_is_exported(self):
     with self.assertRaisesRegex(FileNotFoundError, "No checkpoint in .*best: train with "
@@ -210,10 +246,10 @@ class ExportTest(tf.test.TestCase):
     loaded = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "b"),
                                                checkpoint="best"))
     scale = float(tf.reduce_max(tf.abs(self.model(x))))  # doubled weights: large outputs
-    self.assertAllClose(loaded.denoise(x), self.model(x), atol=1e-5 * scale)
+    self.assertAllClose(loaded.denoise(x), kept(self.model, x), atol=1e-5 * scale)
     named = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "n"),
                                               checkpoint=first))
-    self.assertNotAllClose(named.denoise(x), self.model(x))
+    self.assertNotAllClose(named.denoise(x), kept(self.model, x))
 
   def test_a_checkpoint_file_names_its_checkpoint(self):
     first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
@@ -221,7 +257,7 @@ class ExportTest(tf.test.TestCase):
     for i, file in enumerate((first + ".index", first + ".data-00000-of-00001")):
       loaded = tf.saved_model.load(export.export(self.model_dir, f"{self.out_dir}/f{i}",
                                                  checkpoint=file))
-      self.assertAllClose(loaded.denoise(x), self.model(x), rtol=1e-5, atol=1e-6)
+      self.assertAllClose(loaded.denoise(x), kept(self.model, x), rtol=1e-5, atol=1e-6)
     missing = os.path.join(self.model_dir, "checkpoints", "ckpt-99")
     with self.assertRaisesRegex(run_dir.CheckpointError,
                                 f"--checkpoint={missing} is not a checkpoint \\(there is no "
@@ -321,7 +357,7 @@ class EnhanceTest(tf.test.TestCase):
     path = os.path.join(self.create_tempdir().full_path, "long.wav")
     write_float_wav(path, signal, rate)
     halve = types.SimpleNamespace(sample_rate=tf.constant(rate),
-                                  denoise=lambda x: 0.5 * x.numpy())
+                                  denoise_keeping=lambda x, *shares: 0.5 * x.numpy())
     read = []
     source = audio.AudioFile(path)
     real_read = source.read

@@ -15,6 +15,7 @@ from input import audio
 from tests import helpers
 from trainer.models import mask
 from trainer.serving import export
+from trainer.serving import kept_input
 from trainer.serving import pipe
 from trainer.serving import stream
 
@@ -23,6 +24,13 @@ RATE = 16000
 
 def causal_model():
   return mask.MaskDenoiser(sample_rate=RATE, hidden=8, depth=3, causal=True, seed=2)
+
+
+def kept(model, signal):
+  """The offline model's output for `signal` at RATE, with the shares of the input a stream
+  keeps by default."""
+  return kept_input.enhance(model, tf.constant(signal[None], tf.float32), RATE,
+                            kept_input.KEEP, kept_input.PRESENCE_KEEP)[0]
 
 
 def speechlike(seconds, rate, seed=0):
@@ -50,7 +58,7 @@ class PipeTest(tf.test.TestCase):
     through = pipe.Pipe(stream.Streamer.for_mask_model(model), rate=RATE, model_rate=RATE)
     blocks = [through.feed(signal[i:i + 100]) for i in range(0, len(signal), 100)]
     out = np.concatenate(blocks + [through.flush()])
-    self.assertAllClose(out, model(tf.constant(signal[None]))[0], atol=1e-5, rtol=0)
+    self.assertAllClose(out, kept(model, signal), atol=1e-5, rtol=0)
     self.assertEqual(through.latency_seconds, (model.window - 1) / RATE)
 
   def test_at_another_rate_the_length_is_kept_and_the_audio_follows_the_model(self):
@@ -63,7 +71,7 @@ class PipeTest(tf.test.TestCase):
     self.assertLen(out, len(signal))
     self.assertGreater(through.latency_seconds, (model.window - 1) / RATE)  # + resamplers
     # the band the model covers, against the model at its own rate on the resampled input
-    at_model_rate = model(tf.constant(pipe.soxr.resample(signal, rate, RATE)[None]))[0]
+    at_model_rate = kept(model, pipe.soxr.resample(signal, rate, RATE))
     back = pipe.soxr.resample(out, rate, RATE)
     middle = slice(RATE // 10, -RATE // 10)
     error = np.linalg.norm(back[middle] - at_model_rate.numpy()[middle]) / np.linalg.norm(
@@ -103,7 +111,7 @@ class StreamCommandTest(tf.test.TestCase):
     finally:
       child.kill()
     out = np.frombuffer(early[0] + rest, "<i2").astype(np.float32) / 32768.0
-    offline = model(tf.constant((np.frombuffer(pcm, "<i2") / 32768.0)[None], tf.float32))[0]
+    offline = kept(model, np.frombuffer(pcm, "<i2") / 32768.0)
     self.assertLen(out, len(signal))
     self.assertAllClose(out, offline, atol=3 / 32768, rtol=0)
     self.assertRegex(err, r"trainer.stream: 2.00 s of audio; latency 31.9 ms; real-time "

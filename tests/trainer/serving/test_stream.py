@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from trainer.models import mask
 from trainer.serving import export
+from trainer.serving import kept_input
 from trainer.serving import stream
 
 
@@ -33,13 +34,17 @@ class MaskStreamTest(tf.test.TestCase, parameterized.TestCase):
     denoiser = model(rate, level_seconds=level_seconds)
     signal = (0.1 * np.random.default_rng(rate).standard_normal(rate // 4 + 37)).astype(
         np.float32)
-    offline = denoiser(tf.constant(signal[None]))[0].numpy()
+    offline = kept_input.enhance(denoiser, tf.constant(signal[None]), rate, kept_input.KEEP,
+                                 kept_input.PRESENCE_KEEP)[0].numpy()
     streamer = stream.Streamer.for_mask_model(denoiser)
     rng = np.random.default_rng(0)
     for sizes in ([1], [7], [streamer.hop], [streamer.hop + 1, 3],
                   list(rng.integers(1, 3 * streamer.hop, 20))):
       self.assertAllClose(fed(streamer, signal, sizes), offline, atol=1e-5, rtol=0)
     self.assertLen(streamer.flush(), 0)  # a flushed stream starts afresh
+    raw = stream.Streamer.for_mask_model(denoiser, keep_input=0.0, keep_presence=0.0)
+    self.assertAllClose(fed(raw, signal, [100]), denoiser(tf.constant(signal[None]))[0],
+                        atol=1e-5, rtol=0)
 
   def test_output_leaves_within_the_latency_and_an_impulse_at_the_bound(self):
     denoiser = model(16000)

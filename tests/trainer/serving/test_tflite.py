@@ -8,14 +8,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from input import speech
+from trainer.evaluation import metrics
 from trainer.models import card as card_lib
+from trainer.serving import denoise
+from trainer.serving import kept_input
 from trainer.serving import stream
 from trainer.serving import tflite
 
 
 def description(causal=True):
-  return dict(architecture="mask", model=dict(hidden=8, depth=3, kernel_size=3,
-                                              causal=causal), sample_rate=16000, seed=4)
+  """config.json of a small mask model with the current defaults."""
+  return card_lib.ModelCard.create("mask", sample_rate=16000, hidden=8, depth=3,
+                                   causal=causal, seed=4).to_json()
 
 
 def run_dir(directory, causal=True):
@@ -24,6 +29,20 @@ def run_dir(directory, causal=True):
     json.dump(description(causal), f)
   model = card_lib.ModelCard.from_json(description(causal)).build()
   tf.train.Checkpoint(model=model).save(os.path.join(directory, "checkpoints", "ckpt"))
+  return model
+
+
+def level_gate(model):
+  """Sets a mask model to close its gain on frames quieter than its level (and pass louder
+  ones): a model whose output shows where its level stands."""
+  for block in model.blocks:  # each block passes its input on
+    block.conv.kernel.assign(tf.zeros_like(block.conv.kernel))
+    block.conv.bias.assign(tf.zeros_like(block.conv.bias))
+  bins, hidden = model.project_in.kernel.shape[1:]
+  model.project_in.kernel.assign(tf.fill(model.project_in.kernel.shape, -10.0 / bins))
+  model.project_in.bias.assign(tf.zeros([hidden]))  # channels: how far below the level
+  model.project_out.kernel.assign(tf.fill(model.project_out.kernel.shape, -4.0 / hidden))
+  model.project_out.bias.assign(tf.fill([bins], 4.0))
   return model
 
 
@@ -44,24 +63,39 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
               .standard_normal(len(t))).astype(np.float32)
     out = np.concatenate([streamer.feed(signal[:777]), streamer.feed(signal[777:]),
                           streamer.flush()])
-    self.assertAllClose(out, model(tf.constant(signal[None]))[0], atol=1e-4, rtol=0)
+    offline = kept_input.enhance(model, tf.constant(signal[None]), rate, kept_input.KEEP,
+                                 kept_input.PRESENCE_KEEP)[0]
+    self.assertAllClose(out, offline, atol=1e-4, rtol=0)
 
   @pytest.mark.slow
-  def test_a_ten_minute_stream_keeps_its_state_size_and_stays_finite(self):
-    model = card_lib.ModelCard.from_json(description()).build()
+  def test_a_ten_minute_stream_keeps_its_state_and_level_and_ends_as_a_file_would(self):
+    model = level_gate(card_lib.ModelCard.from_json(description()).build())
     path = os.path.join(self.create_tempdir().full_path, "step.tflite")
     with open(path, "wb") as f:
       f.write(tflite.convert(model))
     streamer = stream.Streamer.from_tflite(path, num_threads=1)
     size = np.shape(streamer._state)  # pylint: disable=protected-access
-    rng, returned = np.random.default_rng(0), 0
+    rng, rate = np.random.default_rng(0), 16000
+    minute = speech.utterance(rng, 60 * rate, rate)
+    loudness = np.repeat(0.1 * (1 + np.arange(600) % 7), rate)  # changes every second
+    clean = (np.tile(minute, 10) * loudness).astype(np.float32)
+    noisy = clean + (0.03 * loudness * rng.standard_normal(len(clean))).astype(np.float32)
+    out = []
     for second in range(600):
-      block = (0.1 * (1 + second % 7) * rng.standard_normal(16000)).astype(np.float32)
-      out = streamer.feed(block)
-      returned += len(out)
-      self.assertTrue(np.isfinite(out).all())
+      out.append(streamer.feed(noisy[second * rate:(second + 1) * rate]))
+      self.assertTrue(np.isfinite(out[-1]).all())
       self.assertEqual(np.shape(streamer._state), size)  # pylint: disable=protected-access
-    self.assertEqual(returned + len(streamer.flush()), 600 * 16000)
+    streamed = np.concatenate(out + [streamer.flush()])
+    self.assertLen(streamed, len(noisy))
+    as_file = denoise.enhance(  # trainer.denoise at the model's rate: 10 s chunks
+        lambda batch: kept_input.enhance(model, batch, rate, kept_input.KEEP,
+                                         kept_input.PRESENCE_KEEP), noisy,
+        chunk=10 * rate, overlap=rate // 2)
+    last = slice(-60 * rate, None)
+    scores = [float(metrics.si_sdr(clean[None, last], x[None, last])[0])
+              for x in (streamed, as_file, noisy)]
+    self.assertLess(abs(scores[0] - scores[1]), 0.2, scores)
+    self.assertGreater(abs(scores[0] - scores[2]), 0.5, scores)  # the model did something
 
   def test_a_run_exports_once_apart_from_it_and_only_a_causal_mask_model(self):
     model_dir, out_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
