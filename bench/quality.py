@@ -6,13 +6,15 @@ white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
 utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
 mode), each model an exported SavedModel run through `trainer.denoise`'s code
-(resampled to the model's rate and back, with the input it adds back by default:
-trainer.serving.kept_input). SI-SDR is scored at the file's rate, wide-band PESQ and
+(resampled to the model's rate and back, the share of the input the export
+keeps, the band extension), or a causal one through `trainer.stream`'s path
+(soxr's streaming resamplers around the export's stream step). SI-SDR is scored at the file's rate, wide-band PESQ and
 STOI at 16 kHz. Prints Markdown tables for
 BENCHMARKS.md, by rate, noise, SNR and speech source.
 
 Run (pip install -e '.[bench,metrics]' and the Debian voices in input/heldout.py):
   python -m bench.quality --saved_model=default=exported/default [--saved_model=name=dir ...]
+      [--stream_model=name=dir ...]
 """
 
 import argparse
@@ -29,11 +31,14 @@ from input import heldout  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top
 from trainer.serving import denoise  # pylint: disable=g-import-not-at-top
+from trainer.serving import pipe  # pylint: disable=g-import-not-at-top
+from trainer.serving import stream  # pylint: disable=g-import-not-at-top
 
 SNRS_DB = (0, 5, 10)
+STREAM_BLOCK = 4096  # samples fed to a stream at a time (its output does not depend on it)
 
 
-def methods(saved_models, baselines: bool = True):
+def methods(saved_models, baselines: bool = True, stream_models=()):
   """name -> fn(noisy float32, its rate) -> enhanced at that rate."""
   out = {"noisy": lambda x, rate: x}
   if baselines:
@@ -45,7 +50,20 @@ def methods(saved_models, baselines: bool = True):
   for name, path in saved_models:
     module = denoise.load(path)
     out[name] = lambda x, rate, m=module: denoise.denoise_signal(m, x, rate)
+  for name, path in stream_models:
+    module = denoise.load(path)
+    out[name] = lambda x, rate, m=module: streamed(m, x, rate)
   return out
+
+
+def streamed(module, signal: np.ndarray, rate: int) -> np.ndarray:
+  """`signal` through `trainer.stream`'s path: soxr's streaming resamplers around the
+  export's stream step, fed STREAM_BLOCK samples at a time."""
+  through = pipe.Pipe(stream.Streamer.from_saved_model(module), rate=rate,
+                      model_rate=int(module.sample_rate.numpy()))
+  blocks = [through.feed(signal[start:start + STREAM_BLOCK])
+            for start in range(0, len(signal), STREAM_BLOCK)]
+  return np.concatenate(blocks + [through.flush()])
 
 
 def score(clean, estimate, rate: int):
@@ -54,7 +72,7 @@ def score(clean, estimate, rate: int):
   return dict(si_sdr=si_sdr, **perceptual.scores(clean, estimate, rate))
 
 
-def run(saved_models, work_dir: str, baselines: bool = True):
+def run(saved_models, work_dir: str, baselines: bool = True, stream_models=()):
   if perceptual.missing():
     raise SystemExit(f"bench.quality needs PESQ and STOI: {perceptual.missing()}")
   utterances, notes = heldout.speech(work_dir)
@@ -64,7 +82,7 @@ def run(saved_models, work_dir: str, baselines: bool = True):
     print(f"note: {note}")
   if not utterances:
     raise SystemExit(f"No held-out speech: {heldout.INSTALL}")
-  enhancers = methods(saved_models, baselines)
+  enhancers = methods(saved_models, baselines, stream_models)
   rows = []  # (method, Group, scores)
   start = time.monotonic()
   mixes = list(heldout.mixtures(utterances, SNRS_DB))
@@ -122,18 +140,24 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--saved_model", action="append", default=[],
                       help="name=dir of a trainer.export SavedModel (repeatable).")
+  parser.add_argument("--stream_model", action="append", default=[],
+                      help="name=dir of a causal mask model's export, scored through "
+                      "trainer.stream's path (repeatable).")
   parser.add_argument("--work_dir", default="/tmp/denoise-heldout",
                       help="Where synthesized held-out utterances are cached.")
   parser.add_argument("--no_baselines", action="store_true",
                       help="Score only the noisy input and the models (no noisereduce).")
   args = parser.parse_args()
-  saved_models = []
-  for item in args.saved_model:
-    name, _, path = item.partition("=")
-    if not path or not os.path.isdir(path):
-      parser.error(f"--saved_model={item}: expected name=<trainer.export directory>.")
-    saved_models.append((name, path))
-  rows, utterances = run(saved_models, args.work_dir, not args.no_baselines)
+  named = {}
+  for flag in ("saved_model", "stream_model"):
+    named[flag] = []
+    for item in getattr(args, flag):
+      name, _, path = item.partition("=")
+      if not path or not os.path.isdir(path):
+        parser.error(f"--{flag}={item}: expected name=<trainer.export directory>.")
+      named[flag].append((name, path))
+  rows, utterances = run(named["saved_model"], args.work_dir, not args.no_baselines,
+                         named["stream_model"])
   print_tables(rows, utterances)
 
 
