@@ -22,6 +22,7 @@ import tensorflow as tf
 from trainer.models import layers
 from trainer.models import mask as mask_lib
 from trainer.serving import kept_input
+from trainer.serving import transforms
 
 # step(samples [hop], state [size]) -> (output [hop], state [size])
 StepFn = Callable[[tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
@@ -36,10 +37,10 @@ class MaskStep:
   sample, which the stream's output starts with), `latency` (samples: an
   output sample leaves at most this long after the input sample at its
   position arrived: the analysis window less one sample), `state_size`.
-  `transform`: fft (tf.signal, as the model computes) or matmul (the same
-  transforms as real matrix products: what TFLite's builtin ops can run at any
-  FFT length). `keep_input`, `keep_presence`: the share of the input kept
-  (trainer.serving.kept_input), as a floor on the gain.
+  `transform`: how a frame's STFT and its inverse are computed
+  (trainer.serving.transforms: fft, matmul or rfft). `keep_input`,
+  `keep_presence`: the share of the input kept (trainer.serving.kept_input), as
+  a floor on the gain.
   """
 
   def __init__(self, model: mask_lib.MaskDenoiser, *, transform: str = "fft",
@@ -56,11 +57,7 @@ class MaskStep:
     self._shapes = [[self.lead], [self.lead], recent, []] + [
         [block.conv.history, hidden] for block in model.blocks]
     self.state_size = sum(int(np.prod(shape)) for shape in self._shapes)
-    self.transform = transform
-    if transform == "matmul":
-      self._dft = _DftMatrices(self.window, self.hop, model.fft_length)
-    elif transform != "fft":
-      raise ValueError(f"transform={transform!r}: use fft or matmul.")
+    self.transform = transforms.create(transform, self.window, self.hop, model.fft_length)
 
   def initial_state(self) -> tf.Tensor:
     return tf.zeros([self.state_size])
@@ -83,7 +80,7 @@ class MaskStep:
     model = self.model
     in_tail, out_tail, recent, frames, *histories = self._unpack(state)
     frame = tf.concat([in_tail, samples], 0)
-    spectrum = self._analyse(frame)
+    spectrum = self.transform.analyse(frame)
     log_power, frame_level = model.log_powers(spectrum.power)  # [1, 1, bins], [1, 1, 1]
     level, recent, frames = self._level(recent, frames, frame_level[0, 0, 0])
     x = model.project_in(model.relative(log_power, level) * 0.1)[:, 0]
@@ -93,7 +90,7 @@ class MaskStep:
       x = x + layers.glu(block.conv.last(seen[None]))
       new_histories.append(seen[1:])
     gain = model.mask(x[:, None], kept_input.bin_shares(model, *self.keep))
-    enhanced = self._synthesise(spectrum, gain)
+    enhanced = self.transform.synthesise(spectrum, gain)
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
     return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], recent,
                                           frames, *new_histories])
@@ -110,21 +107,6 @@ class MaskStep:
     level = (tf.reduce_sum(recent) + current) / frames
     return level, tf.concat([recent, current[None]], 0)[1:], frames
 
-  def _analyse(self, frame: tf.Tensor) -> "_Spectrum":
-    """The frame's spectrum `[1, 1, bins]`, as the model's STFT computes it."""
-    if self.transform == "matmul":
-      return self._dft.analyse(frame)
-    return _Spectrum(complex=tf.signal.stft(frame[None], self.window, self.hop,
-                                            self.model.fft_length))
-
-  def _synthesise(self, spectrum: "_Spectrum", gain: tf.Tensor) -> tf.Tensor:
-    """The frame's windowed output samples `[window]` after `gain` per bin."""
-    if self.transform == "matmul":
-      return self._dft.synthesise(spectrum, gain)
-    return tf.signal.inverse_stft(
-        spectrum.complex * tf.complex(gain, tf.zeros_like(gain)), self.window, self.hop,
-        self.model.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))[0]
-
   def _pack(self, parts: List[tf.Tensor]) -> tf.Tensor:
     return tf.concat([tf.reshape(part, [-1]) for part in parts], 0)
 
@@ -132,50 +114,6 @@ class MaskStep:
     sizes = [int(np.prod(shape)) for shape in self._shapes]
     return [tf.reshape(part, shape)
             for part, shape in zip(tf.split(state, sizes), self._shapes)]
-
-
-class _Spectrum:
-  """One frame's spectrum: complex (tf.signal) or its real and imaginary parts (matmul)."""
-
-  def __init__(self, *, complex=None, real=None, imag=None):  # pylint: disable=redefined-builtin
-    self.complex, self.real, self.imag = complex, real, imag
-
-  @property
-  def power(self) -> tf.Tensor:
-    if self.complex is not None:
-      return tf.square(tf.abs(self.complex))
-    return tf.square(self.real) + tf.square(self.imag)
-
-
-class _DftMatrices:
-  """The STFT of one frame and its inverse as one real matrix product each: the analysis
-  window and the rfft's real and imaginary parts in `[window, 2 * bins]`, the irfft and
-  the synthesis window in `[2 * bins, window]`."""
-
-  def __init__(self, window: int, hop: int, fft_length: int):
-    bins = fft_length // 2 + 1
-    times, freqs = np.arange(window)[:, None], np.arange(bins)[None, :]
-    angle = 2.0 * np.pi * times * freqs / fft_length  # [window, bins]
-    analysis = tf.signal.hann_window(window, dtype=tf.float64).numpy()[:, None]
-    self.forward = tf.constant(np.concatenate([analysis * np.cos(angle),
-                                               -analysis * np.sin(angle)], 1), tf.float32)
-    weight = np.full(bins, 2.0 / fft_length)  # each bin and its mirror image
-    weight[0] = 1.0 / fft_length
-    if fft_length % 2 == 0:
-      weight[-1] = 1.0 / fft_length
-    synthesis = tf.signal.inverse_stft_window_fn(hop, forward_window_fn=tf.signal.hann_window)(
-        window, tf.float64).numpy()[None, :]
-    self.inverse = tf.constant(np.concatenate([weight[:, None] * np.cos(angle.T),
-                                               -weight[:, None] * np.sin(angle.T)], 0)
-                               * synthesis, tf.float32)
-
-  def analyse(self, frame: tf.Tensor) -> _Spectrum:
-    real, imag = tf.split(tf.matmul(frame[None], self.forward), 2, axis=-1)
-    return _Spectrum(real=real[None], imag=imag[None])
-
-  def synthesise(self, spectrum: _Spectrum, gain: tf.Tensor) -> tf.Tensor:
-    parts = tf.concat([spectrum.real * gain, spectrum.imag * gain], -1)[0]  # [1, 2 * bins]
-    return tf.matmul(parts, self.inverse)[0]
 
 
 class Streamer:

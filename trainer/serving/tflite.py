@@ -9,18 +9,20 @@ from trainer.models import mask
 from trainer.serving import export as saved_model
 from trainer.serving import kept_input
 from trainer.serving import stream
+from trainer.serving import transforms
 
 
 def convert(model: mask.MaskDenoiser, *, keep_input: float = kept_input.KEEP,
             keep_presence: float = kept_input.PRESENCE_KEEP) -> bytes:
-  """The .tflite bytes of `model`'s stream step (transforms as matrix products, which the
-  builtin ops run at any FFT length), keeping those shares of the input.
+  """The .tflite bytes of `model`'s stream step, keeping those shares of the input. Its
+  STFT is TFLite's RFFT2D where the FFT length is a power of two, matrix products
+  elsewhere (`transforms.for_tflite`).
 
   Raises:
     ValueError: the model cannot stream (not a causal mask model).
   """
-  function = stream.MaskStep(model, transform="matmul", keep_input=keep_input,
-                             keep_presence=keep_presence).signature()
+  function = stream.MaskStep(model, transform=transforms.for_tflite(model.fft_length),
+                             keep_input=keep_input, keep_presence=keep_presence).signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
