@@ -2,6 +2,7 @@
 
 Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
      python -m trainer.export --model_dir=runs/causal --format=tflite --output=exported/causal.tflite
+     python -m trainer.export --model_dir=runs/causal --format=tflite --quantize=dynamic --output=exported/causal_int8.tflite
 """
 
 from absl import app
@@ -18,11 +19,15 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  write = tflite.export if FLAGS.format == "tflite" else export.export
+  write, options = export.export, {}
+  if FLAGS.format == "tflite":
+    write, options = tflite.export, dict(quantize=FLAGS.quantize)
   with cli.one_line_errors("trainer.export", run_dir.CheckpointError):
+    if FLAGS.format != "tflite" and FLAGS.quantize != "none":
+      raise ValueError(f"--quantize={FLAGS.quantize} applies to --format=tflite only.")
     path = write(FLAGS.model_dir, FLAGS.output, overwrite=FLAGS.overwrite,
                  weights=FLAGS.weights, checkpoint=FLAGS.checkpoint,
-                 keep_input=FLAGS.keep_input, keep_presence=FLAGS.keep_presence)
+                 keep_input=FLAGS.keep_input, keep_presence=FLAGS.keep_presence, **options)
   print(f"Exported to {path}")
 
 
@@ -34,6 +39,10 @@ if __name__ == "__main__":
                     "denoise signature (and stream_step for causal mask models); tflite: the "
                     "stream step of a causal mask model, builtin ops only "
                     "(trainer.serving.tflite).")
+  flags.DEFINE_enum("quantize", "none", list(tflite.QUANTIZE), "--format=tflite: none "
+                    "(float32) or dynamic (int8 weights, activations quantised on the fly; "
+                    "for models whose FFT length is a power of two, e.g. 16 kHz). Its "
+                    "size, speed and precision: BENCHMARKS.md.")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
   flags.DEFINE_enum("weights", "auto", list(export.WEIGHTS), "ema: the run's moving average of "
                     "the weights (--ema_decay); raw: the trained weights; auto: ema if the "

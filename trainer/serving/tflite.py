@@ -12,29 +12,46 @@ from trainer.serving import stream
 from trainer.serving import transforms
 
 
+QUANTIZE = ("none", "dynamic")
+
+
 def convert(model: mask.MaskDenoiser, *, keep_input: float = kept_input.KEEP,
-            keep_presence: float = kept_input.PRESENCE_KEEP) -> bytes:
+            keep_presence: float = kept_input.PRESENCE_KEEP, quantize: str = "none") -> bytes:
   """The .tflite bytes of `model`'s stream step, keeping those shares of the input. Its
   STFT is TFLite's RFFT2D where the FFT length is a power of two, matrix products
-  elsewhere (`transforms.for_tflite`).
+  elsewhere (`transforms.for_tflite`). `quantize`: none (float32), or dynamic (the
+  network's weights as int8, activations quantised on the fly; the RFFT stays float).
 
   Raises:
-    ValueError: the model cannot stream (not a causal mask model).
+    ValueError: the model cannot stream (not a causal mask model), or `quantize=dynamic`
+      for a model whose transform is a matrix product.
   """
-  function = stream.MaskStep(model, transform=transforms.for_tflite(model.fft_length),
-                             keep_input=keep_input, keep_presence=keep_presence).signature()
+  checks.one_of("quantize", quantize, QUANTIZE)
+  transform = transforms.for_tflite(model.fft_length)
+  if quantize == "dynamic" and transform != "rfft":
+    raise ValueError(
+        f"--quantize=dynamic needs a power-of-two FFT length, and this model's is "
+        f"{model.fft_length} ({model.window}-sample window at {model.sample_rate} Hz): its "
+        "STFT is a matrix product here, which would be quantised with the weights and "
+        "cost the output its precision. Export it unquantised, or train at a rate whose "
+        "32 ms window is a power of two (8 or 16 kHz).")
+  function = stream.MaskStep(model, transform=transform, keep_input=keep_input,
+                             keep_presence=keep_presence).signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  if quantize == "dynamic":
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
   return converter.convert()
 
 
 def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str = "auto",
            checkpoint: str = "latest", keep_input: float = kept_input.KEEP,
-           keep_presence: float = kept_input.PRESENCE_KEEP) -> str:
+           keep_presence: float = kept_input.PRESENCE_KEEP, quantize: str = "none") -> str:
   """Writes the stream step of the run in `model_dir` to the .tflite file `output` (under a
   temporary name, renamed when complete); returns `output`. `weights` and `checkpoint`:
-  see `export.restore_model`; `keep_input`, `keep_presence`: the shares of the input kept.
+  see `export.restore_model`; `keep_input`, `keep_presence`: the shares of the input
+  kept; `quantize`: see `convert`.
 
   Raises:
     ValueError: `output` is not a new .tflite file apart from the model_dir, or the model
@@ -54,4 +71,4 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
   model, _, used = saved_model.restore_model(model_dir, weights, checkpoint)
   logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
   return files.write_bytes(output, convert(model, keep_input=keep_input,
-                                           keep_presence=keep_presence))
+                                           keep_presence=keep_presence, quantize=quantize))

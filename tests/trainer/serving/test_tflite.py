@@ -11,6 +11,7 @@ import tensorflow as tf
 from input import speech
 from trainer.evaluation import metrics
 from trainer.models import card as card_lib
+from trainer.models import mask
 from trainer.serving import denoise
 from trainer.serving import kept_input
 from trainer.serving import stream
@@ -30,6 +31,12 @@ def run_dir(directory, causal=True):
   model = card_lib.ModelCard.from_json(description(causal)).build()
   tf.train.Checkpoint(model=model).save(os.path.join(directory, "checkpoints", "ckpt"))
   return model
+
+
+def builtin_only(path):
+  """The ops of a .tflite file that are not TFLite builtins (Flex or custom)."""
+  ops = {op["op_name"] for op in tf.lite.Interpreter(model_path=path)._get_ops_details()}  # pylint: disable=protected-access
+  return sorted(op for op in ops if op.startswith("Flex") or op == "CUSTOM")
 
 
 def level_gate(model):
@@ -54,8 +61,7 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
     path = os.path.join(self.create_tempdir().full_path, "step.tflite")
     with open(path, "wb") as f:
       f.write(tflite.convert(model))
-    ops = {op["op_name"] for op in tf.lite.Interpreter(model_path=path)._get_ops_details()}  # pylint: disable=protected-access
-    self.assertFalse([op for op in ops if op.startswith("Flex") or op == "CUSTOM"], ops)
+    self.assertEqual(builtin_only(path), [])
     streamer = stream.Streamer.from_tflite(path)
     self.assertEqual((streamer.hop, streamer.latency), (model.hop, model.window - 1))
     t = np.arange(rate // 2) / rate
@@ -66,6 +72,31 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
     offline = kept_input.enhance(model, tf.constant(signal[None]), rate, kept_input.KEEP,
                                  kept_input.PRESENCE_KEEP)[0]
     self.assertAllClose(out, offline, atol=1e-4, rtol=0)
+
+  def test_dynamic_range_int8_keeps_40_db_and_needs_a_power_of_two_fft(self):
+    model = mask.MaskDenoiser(sample_rate=16000, causal=True, seed=2)  # weights big enough
+    directory = self.create_tempdir().full_path
+    outputs, sizes = [], []
+    rng = np.random.default_rng(3)
+    noisy = (0.5 * speech.utterance(rng, 32000, 16000)
+             + 0.05 * rng.standard_normal(32000)).astype(np.float32)
+    for quantize in tflite.QUANTIZE:
+      path = os.path.join(directory, f"{quantize}.tflite")
+      with open(path, "wb") as f:
+        f.write(tflite.convert(model, quantize=quantize))
+      self.assertEqual(builtin_only(path), [])
+      streamer = stream.Streamer.from_tflite(path)
+      outputs.append(np.concatenate([streamer.feed(noisy), streamer.flush()]))
+      sizes.append(os.path.getsize(path))
+    float_out, int8_out = outputs
+    snr = 10 * np.log10(np.sum(float_out ** 2) / np.sum((float_out - int8_out) ** 2))
+    self.assertGreaterEqual(snr, 40.0)
+    self.assertLess(snr, 100.0)  # it was quantised
+    self.assertLess(sizes[1], sizes[0] / 2)
+    with self.assertRaisesRegex(ValueError, "needs a power-of-two FFT length, and this "
+                                "model's is 1536"):
+      tflite.convert(mask.MaskDenoiser(sample_rate=48000, hidden=8, depth=1, causal=True),
+                     quantize="dynamic")
 
   @pytest.mark.slow
   def test_a_ten_minute_stream_keeps_its_state_and_level_and_ends_as_a_file_would(self):
