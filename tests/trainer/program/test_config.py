@@ -24,7 +24,8 @@ from trainer.program.config import run as run_config
 
 REPO = helpers.REPO
 FLAGS = flags.FLAGS
-GPUS = {"a100.flags": 2, "a100_mixing.flags": 2, "h100x8.flags": 8, "cpu.flags": 0}
+GPUS = {"a100.flags": 2, "a100_mixing.flags": 2, "h100x8.flags": 8, "cpu.flags": 0,
+        "streaming.flags": 0}
 
 
 class ConfigTest(tf.test.TestCase, parameterized.TestCase):
@@ -54,6 +55,16 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
       # reverberation on the GPUs: RevEcho in the step, or the mix's rooms
       self.assertTrue(configs.data.reverb == "device" or (configs.data.mixing and
                                                           configs.data.rir_proba > 0))
+
+  def test_the_streaming_flagfile_is_the_default_recipe_made_causal(self):
+    default, streaming = parsed.configs(), parsed.configs("--flagfile=streaming.flags")
+    self.assertEqual(streaming.model.model_card(sample_rate=16000, seed=0),
+                     dataclasses.replace(default.model, causal=True).model_card(
+                         sample_rate=16000, seed=0))
+    for part in ("data", "optimization"):
+      self.assertEqual(getattr(streaming, part), getattr(default, part))
+    self.assertEqual(dataclasses.replace(streaming.run, model_dir=default.run.model_dir),
+                     default.run)
 
   @parameterized.parameters("a100.flags", "a100_mixing.flags", "h100x8.flags")
   def test_gpu_flagfiles_explain_missing_gpus(self, name):
