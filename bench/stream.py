@@ -1,16 +1,27 @@
-"""Benchmark: the causal default model in real time on one CPU thread - algorithmic latency, time per hop, real-time factor, file and state size.
+"""Benchmark: real time on one CPU thread - algorithmic latency, time per hop, real-time factor, file and state size of the streaming model, beside whole-clip models and denoiser's DemucsStreamer.
 
-The README's default mask model with --causal (untrained weights: the time
-does not depend on them) at 16 and 48 kHz, streamed hop by hop through
-`trainer.serving.stream.Streamer` from Python: the TensorFlow step (as
-`trainer.stream` runs it) and the TFLite file (`trainer.export
---format=tflite`, TFLite's interpreter with its default delegates); and the
-whole clip at once for comparison. One thread everywhere.
-  python -m bench.stream [--seconds 10]
+The streaming flagfile's model (the default mask model, causal) at 16 and 48
+kHz, streamed hop by hop through `trainer.serving.stream.Streamer` from
+Python: the TensorFlow step (as `trainer.stream` runs it) and the TFLite files
+(`trainer.export --format=tflite`, float and `--quantize=dynamic` where the
+FFT length allows it), run by TFLite's interpreter with its default delegates.
+Whole clips at once for comparison: the same model, the default (non-causal)
+mask model and the GPU flagfiles' U-Net made causal, which do not stream.
+Untrained weights unless `--model_dir` names a trained 16 kHz causal mask run:
+the time does not depend on them, the int8 file's precision does (its output
+SNR against the float file, on `--speech` mixed with white noise at 5 dB).
+
+With `--demucs_python`, a Python that has torch and denoiser 0.1.5 (see
+BENCHMARKS.md: never a dependency of this project), also times denoiser's
+causal Demucs (H=48, random weights) through its `DemucsStreamer`, one
+stride per call, in the same run.
+  python -m bench.stream [--seconds 10] [--model_dir runs/streaming --speech x.wav]
+      [--demucs_python /path/to/venv/bin/python]
 """
 
 import argparse
 import os
+import subprocess
 import tempfile
 import time
 
@@ -20,11 +31,32 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
+from input import audio  # pylint: disable=g-import-not-at-top
 from trainer.models import mask  # pylint: disable=g-import-not-at-top
+from trainer.models import unet  # pylint: disable=g-import-not-at-top
+from trainer.serving import export  # pylint: disable=g-import-not-at-top
 from trainer.serving import stream  # pylint: disable=g-import-not-at-top
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
+from trainer.serving import transforms  # pylint: disable=g-import-not-at-top
 
 RATES = (16000, 48000)
+GPU_UNET = dict(hidden=48, depth=5, kernel_size=8, stride=4, attention_heads=8)  # a100.flags
+# Run by --demucs_python: denoiser's causal Demucs streamed one stride per call; prints RTF.
+DEMUCS = """
+import sys, time, torch
+from denoiser.demucs import Demucs, DemucsStreamer
+torch.set_num_threads(1)
+rate, seconds = 16000, float(sys.argv[1])
+streamer = DemucsStreamer(Demucs(hidden=48, causal=True), num_frames=1)
+signal = 0.1 * torch.randn(1, int(rate * seconds))
+with torch.no_grad():
+  streamer.feed(signal[:, :streamer.stride])  # warm-up (it has no reset: the stream goes on)
+  start = time.perf_counter()
+  for first in range(0, signal.shape[1], streamer.stride):
+    streamer.feed(signal[:, first:first + streamer.stride])
+  streamer.flush()
+print((time.perf_counter() - start) / seconds, streamer.stride)
+"""
 
 
 def streamed_seconds(streamer: stream.Streamer, signal: np.ndarray) -> float:
@@ -38,40 +70,107 @@ def streamed_seconds(streamer: stream.Streamer, signal: np.ndarray) -> float:
   return time.perf_counter() - start
 
 
-def rows(rate: int, seconds: float, work_dir: str):
-  model = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
+def whole_clip_rtf(model, signal: np.ndarray, seconds: float) -> float:
+  whole, clip = tf.function(model), tf.constant(signal[None])
+  return timing.median_seconds(lambda: whole(clip), runs=3) / seconds
+
+
+def int8_snr(float_path: str, int8_path: str, speech: np.ndarray) -> float:
+  """Output SNR (dB) of the int8 file against the float file on `speech`."""
+  outs = []
+  for path in (float_path, int8_path):
+    streamer = stream.Streamer.from_tflite(path, num_threads=1)
+    outs.append(np.concatenate([streamer.feed(speech), streamer.flush()]).astype(np.float64))
+  return 10 * np.log10(np.sum(outs[0] ** 2) / np.sum((outs[0] - outs[1]) ** 2))
+
+
+def stream_rows(model, rate: int, signal: np.ndarray, seconds: float, work_dir: str,
+                speech):
+  """The streaming model's rows: TF step, TFLite float and (where it can) int8."""
+  state = f"{4 * stream.MaskStep(model).state_size / 1024:.0f} KiB"
+  latency = f"{1e3 * (model.window - 1) / rate:.1f}"
+  quantizations = (tflite.QUANTIZE if transforms.for_tflite(model.fft_length) == "rfft"
+                   else ("none",))
+  paths = {}
+  for quantize in quantizations:
+    paths[quantize] = os.path.join(work_dir, f"stream-{rate}-{quantize}.tflite")
+    with open(paths[quantize], "wb") as f:
+      f.write(tflite.convert(model, quantize=quantize))
+  streamers = [("TF step", stream.Streamer.for_mask_model(model), "-", "-")]
+  for quantize, path in paths.items():
+    name = "TFLite float" if quantize == "none" else "TFLite int8 (dynamic)"
+    snr = (f"{int8_snr(paths['none'], path, speech):.1f}"
+           if quantize != "none" and speech is not None else "-")
+    streamers.append((name, stream.Streamer.from_tflite(path, num_threads=1),
+                      f"{os.path.getsize(path) / 2**20:.1f} MB", snr))
+  rows = []
+  for name, streamer, size, snr in streamers:
+    took = streamed_seconds(streamer, signal)
+    rows.append([f"{rate}", f"streaming.flags: {name}", latency,
+                 f"{1e3 * took * streamer.hop / len(signal):.3f}", f"{took / seconds:.4f}",
+                 size, state, snr])
+  return rows
+
+
+def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
   signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
       np.float32)
-  path = os.path.join(work_dir, f"stream-{rate}.tflite")
-  with open(path, "wb") as f:
-    f.write(tflite.convert(model))
-  whole = tf.function(model)
-  clip = tf.constant(signal[None])
-  offline = timing.median_seconds(lambda: whole(clip), runs=3)
-  state = stream.MaskStep(model).state_size
-  out = []
-  for name, streamer in (("TensorFlow step", stream.Streamer.for_mask_model(model)),
-                         ("TFLite float", stream.Streamer.from_tflite(path, num_threads=1))):
-    took = streamed_seconds(streamer, signal)
-    out.append([f"{rate}", name, f"{1e3 * streamer.latency / rate:.1f}",
-                f"{1e3 * took * streamer.hop / len(signal):.3f}", f"{took / seconds:.4f}",
-                f"{offline / seconds:.4f}", f"{os.path.getsize(path) / 2**20:.1f} MB",
-                f"{4 * state / 1024:.0f} KiB"])
-  return out
+  if model_dir and rate == 16000:
+    model = export.restore_model(model_dir)[0]
+  else:
+    model = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
+  at_rate = None if speech is None else audio.resample(speech, 16000, rate, name="speech")
+  rows = stream_rows(model, rate, signal, seconds, work_dir, at_rate)
+  for name, whole in (("streaming.flags: whole clip", model),
+                      ("default (not causal): whole clip",
+                       mask.MaskDenoiser(sample_rate=rate)),
+                      ("a100.flags U-Net, causal: whole clip",
+                       unet.UNet(causal=True, **GPU_UNET))):
+    rows.append([f"{rate}", name, "-", "-", f"{whole_clip_rtf(whole, signal, seconds):.4f}",
+                 "-", "-", "-"])
+  return rows
+
+
+def demucs_row(python: str, seconds: float):
+  """DemucsStreamer's row, timed by `python` (which has torch and denoiser)."""
+  result = subprocess.run([python, "-c", DEMUCS, str(seconds)], capture_output=True,
+                          text=True, check=False)
+  if result.returncode:
+    raise SystemExit(f"--demucs_python={python} could not run DemucsStreamer:\n"
+                     f"{result.stderr.strip()[-2000:]}")
+  rtf, stride = result.stdout.split()[-2:]
+  return ["16000", "denoiser DemucsStreamer (H=48, causal)", "-",
+          f"{1e3 * float(rtf) * int(stride) / 16000:.3f}", f"{float(rtf):.4f}", "-", "-", "-"]
+
+
+def noisy_speech(path: str) -> np.ndarray:
+  """The speech in `path` at 16 kHz with white noise 5 dB below it."""
+  speech, rate = audio.load(path)
+  speech = audio.resample(speech, rate, 16000, name="speech")
+  noise = np.random.default_rng(1).standard_normal(len(speech))
+  noise *= np.sqrt(np.mean(speech ** 2) / np.mean(noise ** 2) / 10 ** 0.5)
+  return (speech + noise).astype(np.float32)
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--seconds", type=float, default=10.0)
+  parser.add_argument("--model_dir", help="A trained 16 kHz causal mask run (its 16 kHz rows).")
+  parser.add_argument("--speech", help="A speech recording (WAV/FLAC): the int8 file's SNR.")
+  parser.add_argument("--demucs_python", help="A Python with torch and denoiser 0.1.5.")
   args = parser.parse_args()
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
+  speech = noisy_speech(args.speech) if args.speech else None
   with tempfile.TemporaryDirectory() as work_dir:
-    table = [r for rate in RATES for r in rows(rate, args.seconds, work_dir)]
-  print(f"Causal default mask model, {args.seconds:g} s of audio, 8 ms hops, 1 thread; "
-        f"{timing.machine()}")
-  print(timing.table(["rate Hz", "stream", "latency ms", "ms per hop", "RTF streamed",
-                      "RTF whole clip (TF)", "TFLite file", "state"], table))
+    table = [r for rate in RATES
+             for r in rows_at(rate, args.seconds, work_dir, args.model_dir, speech)]
+  if args.demucs_python:
+    table.append(demucs_row(args.demucs_python, args.seconds))
+  print(f"{args.seconds:g} s of audio, 1 thread; weights: "
+        f"{args.model_dir or 'untrained'} (16 kHz); {timing.machine()}")
+  print(timing.table(["rate Hz", "model: how", "latency ms", "ms per hop", "RTF",
+                      "file", "state", "int8 SNR dB"], table))
 
 
 if __name__ == "__main__":
