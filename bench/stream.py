@@ -11,12 +11,16 @@ Untrained weights unless `--model_dir` names a trained 16 kHz causal mask run:
 the time does not depend on them, the int8 file's precision does (its output
 SNR against the float file, on `--speech` mixed with white noise at 5 dB).
 
+With `--transform_choices`, also the 48 kHz TFLite files of models with
+another window or FFT length (built for the comparison: the choice of the
+shipped transform).
+
 With `--demucs_python`, a Python that has torch and denoiser 0.1.5 (see
 BENCHMARKS.md: never a dependency of this project), also times denoiser's
 causal Demucs (H=48, random weights) through its `DemucsStreamer`, one
 stride per call, in the same run.
   python -m bench.stream [--seconds 10] [--model_dir runs/streaming --speech x.wav]
-      [--demucs_python /path/to/venv/bin/python]
+      [--demucs_python /path/to/venv/bin/python] [--transform_choices]
 """
 
 import argparse
@@ -24,6 +28,7 @@ import os
 import subprocess
 import tempfile
 import time
+from unittest import mock
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -131,6 +136,34 @@ def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
   return rows
 
 
+def transform_choices(seconds: float, work_dir: str):
+  """48 kHz TFLite files of the default causal shape with the model's 1536-sample window
+  as matrix products (what ships), its window zero-padded to a 2048-point RFFT2D, or a
+  1024-sample window (21 ms): models of other shapes, built here for the comparison."""
+  rate = 48000
+  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
+      np.float32)
+  choices = (("1536 window, 1536-point DFT as matmul (ships)", mask.WINDOW_SECONDS, None),
+             ("1536 window, zero-padded 2048-point RFFT2D", mask.WINDOW_SECONDS, 2048),
+             ("1024 window, 1024-point RFFT2D", 1024 / rate, None))
+  rows = []
+  for name, window_seconds, fft_length in choices:
+    with mock.patch.object(mask, "WINDOW_SECONDS", window_seconds), mock.patch.object(
+        mask.spectral, "fft_length", (lambda n, f=fft_length: f) if fft_length
+        else mask.spectral.fft_length):
+      model = mask.MaskDenoiser(sample_rate=rate, causal=True)
+    for quantize in (tflite.QUANTIZE if transforms.for_tflite(model.fft_length) == "rfft"
+                     else ("none",)):
+      path = os.path.join(work_dir, f"choice-{model.window}-{model.fft_length}-{quantize}")
+      with open(path, "wb") as f:
+        f.write(tflite.convert(model, quantize=quantize))
+      took = streamed_seconds(stream.Streamer.from_tflite(path, num_threads=1), signal)
+      rows.append([name, quantize, f"{1e3 * (model.window - 1) / rate:.1f}",
+                   f"{model.fft_length // 2 + 1}", f"{took / seconds:.4f}",
+                   f"{os.path.getsize(path) / 2**20:.1f} MB"])
+  return rows
+
+
 def demucs_row(python: str, seconds: float):
   """DemucsStreamer's row, timed by `python` (which has torch and denoiser)."""
   result = subprocess.run([python, "-c", DEMUCS, str(seconds)], capture_output=True,
@@ -158,6 +191,8 @@ def main():
   parser.add_argument("--model_dir", help="A trained 16 kHz causal mask run (its 16 kHz rows).")
   parser.add_argument("--speech", help="A speech recording (WAV/FLAC): the int8 file's SNR.")
   parser.add_argument("--demucs_python", help="A Python with torch and denoiser 0.1.5.")
+  parser.add_argument("--transform_choices", action="store_true",
+                      help="Also time the 48 kHz TFLite transforms a model could use.")
   args = parser.parse_args()
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -165,12 +200,17 @@ def main():
   with tempfile.TemporaryDirectory() as work_dir:
     table = [r for rate in RATES
              for r in rows_at(rate, args.seconds, work_dir, args.model_dir, speech)]
+    choices = transform_choices(args.seconds, work_dir) if args.transform_choices else []
   if args.demucs_python:
     table.append(demucs_row(args.demucs_python, args.seconds))
   print(f"{args.seconds:g} s of audio, 1 thread; weights: "
         f"{args.model_dir or 'untrained'} (16 kHz); {timing.machine()}")
   print(timing.table(["rate Hz", "model: how", "latency ms", "ms per hop", "RTF",
                       "file", "state", "int8 SNR dB"], table))
+  if choices:
+    print("\n48 kHz TFLite transforms (default causal shape, untrained), streamed:")
+    print(timing.table(["transform", "quantize", "latency ms", "bins", "RTF", "file"],
+                       choices))
 
 
 if __name__ == "__main__":
