@@ -32,7 +32,7 @@ MODELS = {  # name -> (model kwargs, sample rate, batch)
 def step_seconds(kwargs, sample_rate, batch, precision, *, runs, steps, jit):
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
-    model = unet.UNet(**kwargs)
+    model = unet.UNet(sample_rate=sample_rate, **kwargs)
     optimizer = optim.AdamW(1e-4)
   train = step_lib.make_train_step(
       model, losses.DenoiseLoss(sample_rate), optimizer, strategy, global_batch_size=batch,

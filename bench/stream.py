@@ -1,12 +1,12 @@
 """Benchmark: real time on one CPU thread - algorithmic latency, time per hop, real-time factor, file and state size of the streaming model, beside whole-clip models and denoiser's DemucsStreamer.
 
-The streaming flagfile's model (the default mask model, causal) at 16 and 48
-kHz, streamed hop by hop through `trainer.serving.stream.Streamer` from
-Python: the TensorFlow step (as `trainer.stream` runs it) and the TFLite files
-(`trainer.export --format=tflite`, float and `--quantize=dynamic` where the
-FFT length allows it), run by TFLite's interpreter with its default delegates.
-Whole clips at once for comparison: the same model, the default (non-causal)
-mask model and the GPU flagfiles' U-Net made causal, which do not stream.
+The streaming flagfile's model (the default mask model, causal) and the GPU
+flagfiles' U-Net trained causal, at 16 and 48 kHz, streamed hop (or block) by
+hop through `trainer.serving.stream.Streamer` from Python: the TensorFlow step
+(as `trainer.stream` runs it) and the TFLite files (`trainer.export
+--format=tflite`, float and `--quantize=dynamic` where the model allows it),
+run by TFLite's interpreter with its default delegates. Whole clips at once
+for comparison, and the default (non-causal) mask model, which does not stream.
 Untrained weights unless `--model_dir` names a trained 16 kHz causal mask run:
 the time does not depend on them, the int8 file's precision does (its output
 SNR against the float file, on `--speech` mixed with white noise at 5 dB).
@@ -42,7 +42,6 @@ from trainer.models import unet  # pylint: disable=g-import-not-at-top
 from trainer.serving import export  # pylint: disable=g-import-not-at-top
 from trainer.serving import stream  # pylint: disable=g-import-not-at-top
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
-from trainer.serving import transforms  # pylint: disable=g-import-not-at-top
 
 RATES = (16000, 48000)
 GPU_UNET = dict(hidden=48, depth=5, kernel_size=8, stride=4, attention_heads=8)  # a100.flags
@@ -89,29 +88,28 @@ def int8_snr(float_path: str, int8_path: str, speech: np.ndarray) -> float:
   return 10 * np.log10(np.sum(outs[0] ** 2) / np.sum((outs[0] - outs[1]) ** 2))
 
 
-def stream_rows(model, rate: int, signal: np.ndarray, seconds: float, work_dir: str,
-                speech):
-  """The streaming model's rows: TF step, TFLite float and (where it can) int8."""
-  state = f"{4 * stream.MaskStep(model).state_size / 1024:.0f} KiB"
-  latency = f"{1e3 * (model.window - 1) / rate:.1f}"
-  quantizations = (tflite.QUANTIZE if transforms.for_tflite(model.fft_length) == "rfft"
-                   else ("none",))
+def stream_rows(name: str, model, rate: int, signal: np.ndarray, seconds: float,
+                work_dir: str, speech):
+  """A causal model's rows: TF step, TFLite float and (where it can) int8."""
+  step = stream.step_for(model)
+  state = f"{4 * step.state_size / 1024:.0f} KiB"
+  latency = f"{1e3 * step.latency / rate:.1f}"
   paths = {}
-  for quantize in quantizations:
-    paths[quantize] = os.path.join(work_dir, f"stream-{rate}-{quantize}.tflite")
+  for quantize in tflite.quantizations(model):
+    paths[quantize] = os.path.join(work_dir, f"{name}-{rate}-{quantize}.tflite")
     with open(paths[quantize], "wb") as f:
       f.write(tflite.convert(model, quantize=quantize))
-  streamers = [("TF step", stream.Streamer.for_mask_model(model), "-", "-")]
+  streamers = [("TF step", stream.Streamer.for_model(model), "-", "-")]
   for quantize, path in paths.items():
-    name = "TFLite float" if quantize == "none" else "TFLite int8 (dynamic)"
     snr = (f"{int8_snr(paths['none'], path, speech):.1f}"
            if quantize != "none" and speech is not None else "-")
-    streamers.append((name, stream.Streamer.from_tflite(path, num_threads=1),
+    streamers.append(("TFLite float" if quantize == "none" else "TFLite int8 (dynamic)",
+                      stream.Streamer.from_tflite(path, num_threads=1),
                       f"{os.path.getsize(path) / 2**20:.1f} MB", snr))
   rows = []
-  for name, streamer, size, snr in streamers:
+  for how, streamer, size, snr in streamers:
     took = streamed_seconds(streamer, signal)
-    rows.append([f"{rate}", f"streaming.flags: {name}", latency,
+    rows.append([f"{rate}", f"{name}: {how}", latency,
                  f"{1e3 * took * streamer.hop / len(signal):.3f}", f"{took / seconds:.4f}",
                  size, state, snr])
   return rows
@@ -121,16 +119,18 @@ def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
   signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
       np.float32)
   if model_dir and rate == 16000:
-    model = export.restore_model(model_dir)[0]
+    streaming = export.restore_model(model_dir)[0]
   else:
-    model = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
+    streaming = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
+  gpu_unet = unet.UNet(sample_rate=rate, causal=True, **GPU_UNET)
   at_rate = None if speech is None else audio.resample(speech, 16000, rate, name="speech")
-  rows = stream_rows(model, rate, signal, seconds, work_dir, at_rate)
-  for name, whole in (("streaming.flags: whole clip", model),
+  rows = (stream_rows("streaming.flags", streaming, rate, signal, seconds, work_dir, at_rate)
+          + stream_rows("a100.flags U-Net, causal", gpu_unet, rate, signal, seconds,
+                        work_dir, at_rate))
+  for name, whole in (("streaming.flags: whole clip", streaming),
                       ("default (not causal): whole clip",
                        mask.MaskDenoiser(sample_rate=rate)),
-                      ("a100.flags U-Net, causal: whole clip",
-                       unet.UNet(causal=True, **GPU_UNET))):
+                      ("a100.flags U-Net, causal: whole clip", gpu_unet)):
     rows.append([f"{rate}", name, "-", "-", f"{whole_clip_rtf(whole, signal, seconds):.4f}",
                  "-", "-", "-"])
   return rows
@@ -152,8 +152,7 @@ def transform_choices(seconds: float, work_dir: str):
         mask.spectral, "fft_length", (lambda n, f=fft_length: f) if fft_length
         else mask.spectral.fft_length):
       model = mask.MaskDenoiser(sample_rate=rate, causal=True)
-    for quantize in (tflite.QUANTIZE if transforms.for_tflite(model.fft_length) == "rfft"
-                     else ("none",)):
+    for quantize in tflite.quantizations(model):
       path = os.path.join(work_dir, f"choice-{model.window}-{model.fft_length}-{quantize}")
       with open(path, "wb") as f:
         f.write(tflite.convert(model, quantize=quantize))

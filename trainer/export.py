@@ -36,8 +36,8 @@ if __name__ == "__main__":
   flags.DEFINE_string("output", None, "SavedModel directory to write (new or empty), or with "
                       "--format=tflite the .tflite file.")
   flags.DEFINE_enum("format", "saved_model", ["saved_model", "tflite"], "saved_model: the "
-                    "denoise signature (and stream_step for causal mask models); tflite: the "
-                    "stream step of a causal mask model, builtin ops only "
+                    "denoise signatures (and stream_step for causal models); tflite: the "
+                    "stream step of a causal model (mask or U-Net), builtin ops only "
                     "(trainer.serving.tflite).")
   flags.DEFINE_enum("quantize", "none", list(tflite.QUANTIZE), "--format=tflite: none "
                     "(float32) or dynamic (int8 weights, activations quantised on the fly; "

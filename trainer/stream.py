@@ -1,4 +1,4 @@
-"""The stream command: enhances audio as it arrives with an export of a causal mask model, from a file or stdin to a file or stdout.
+"""The stream command: enhances audio as it arrives with an export of a causal model, from a file or stdin to a file or stdout.
 
 Run:
   arecord -f S16_LE -c 1 -r 16000 | python -m trainer.stream --saved_model=exported/causal | aplay
@@ -67,7 +67,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flags.DEFINE_string("saved_model", None, "An export of a causal mask model "
+  flags.DEFINE_string("saved_model", None, "An export of a causal model "
                       "(trainer.main --causal, then trainer.export).")
   flags.DEFINE_string("input", "-", "A mono 16-bit WAV or raw PCM file; - reads stdin.")
   flags.DEFINE_string("output", "-", "Where the enhanced audio goes; - writes stdout.")

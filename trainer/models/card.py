@@ -27,7 +27,8 @@ ARCHITECTURES = {"mask": mask.MaskDenoiser, "unet": unet.UNet}
 # Constructor arguments that are not the model's shape.
 _NOT_SHAPE = ("sample_rate", "seed", "name")
 # Arguments added after cards were written, as the models of those cards had them.
-_BEFORE_ADDED = {"mask": {"level": "log", "level_seconds": 0.0}}
+_BEFORE_ADDED = {"mask": {"level": "log", "level_seconds": 0.0},
+                 "unet": {"level_seconds": 0.0, "attention_seconds": 0.0}}
 
 
 def shape_arguments(architecture: str) -> Dict[str, Any]:
@@ -63,9 +64,8 @@ class ModelCard:
 
   def build(self) -> tf.Module:
     """The model, freshly initialised from `seed` (raises ArgumentError for a bad shape)."""
-    model_class = ARCHITECTURES[self.architecture]
-    rate = {"sample_rate": self.sample_rate} if self.architecture == "mask" else {}
-    return model_class(**self.arguments, seed=self.seed, **rate)
+    return ARCHITECTURES[self.architecture](**self.arguments, sample_rate=self.sample_rate,
+                                            seed=self.seed)
 
   def to_json(self) -> dict:
     return dict(architecture=self.architecture, model=dict(self.arguments),

@@ -21,19 +21,33 @@ RMS_FLOOR = 1e-3  # keeps silence from being amplified without bound
 
 
 class AttentionBlock(tf.Module):
-  """Pre-activation multi-head self-attention + feed-forward, both residual."""
+  """Pre-activation multi-head self-attention + feed-forward, both residual.
 
-  def __init__(self, channels, heads, *, causal, seed, name=None):
+  Causal with a `window` (frames), each frame attends to itself and the
+  `window - 1` before it, with a penalty on the logits growing with the
+  distance, one slope per head (no absolute positions, so a stream never
+  meets a position it was not trained at); otherwise sinusoidal positions are
+  added to the input and a causal block attends to every frame so far.
+  """
+
+  def __init__(self, channels, heads, *, causal, window=None, seed, name=None):
     super().__init__(name=name)
     self.heads, self.causal = heads, causal
+    self.window = window if causal else None
     self.qkv = layers.Conv1D(channels, 3 * channels, 1, seed=(seed, 1))
     self.out = layers.Conv1D(channels, channels, 1, seed=(seed, 3))
     self.ff1 = layers.Conv1D(channels, 2 * channels, 1, seed=(seed, 5))
     self.ff2 = layers.Conv1D(2 * channels, channels, 1, seed=(seed, 7))
 
+  @property
+  def slopes(self) -> tf.Tensor:
+    """`[heads]`: how much each head's logits fall per frame of distance."""
+    return tf.constant([2.0 ** (-8.0 * (h + 1) / self.heads) for h in range(self.heads)])
+
   def __call__(self, x):
     batch, frames, channels = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
-    x = x + tf.cast(_positions(frames, channels), x.dtype)
+    if self.window is None:
+      x = x + tf.cast(_positions(frames, channels), x.dtype)
     q, k, v = tf.split(self.qkv(x), 3, axis=-1)
     split = lambda t: tf.transpose(  # pylint: disable=g-long-lambda
         tf.reshape(t, [batch, frames, self.heads, channels // self.heads]), [0, 2, 1, 3])
@@ -41,10 +55,18 @@ class AttentionBlock(tf.Module):
     logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) / math.sqrt(
         channels // self.heads)
     if self.causal:
-      mask = tf.linalg.band_part(tf.ones([frames, frames]), -1, 0)
-      logits += (1.0 - mask) * -1e9
+      distance = tf.cast(tf.range(frames)[:, None] - tf.range(frames)[None, :], tf.float32)
+      seen = distance >= 0
+      if self.window is not None:
+        seen &= distance < self.window
+        logits -= self.slopes[:, None, None] * distance
+      logits += (1.0 - tf.cast(seen, tf.float32)) * -1e9
     attended = tf.matmul(tf.cast(tf.nn.softmax(logits), x.dtype), v)
-    attended = tf.reshape(tf.transpose(attended, [0, 2, 1, 3]), [batch, frames, channels])
+    return self.finish(x, tf.reshape(tf.transpose(attended, [0, 2, 1, 3]),
+                                     [batch, frames, channels]))
+
+  def finish(self, x, attended):
+    """The block's output from its input and the heads' attended values `[b, f, c]`."""
     x = x + self.out(attended)
     return x + self.ff2(tf.nn.relu(self.ff1(x)))
 
@@ -63,15 +85,22 @@ class UNet(tf.Module):
 
   The defaults are a small shape that trains on a CPU; the GPU flagfiles set
   `hidden=48, depth=5`. With `causal`, no output sample depends on later input
-  (`lookahead` is 0): the convolutions pad on the left, the attention is
-  masked, and the input is normalised by its RMS so far instead of the clip's.
+  (`lookahead` is 0): the convolutions pad on the left, the attention sees the
+  latest `attention_seconds` (every frame so far if 0), and the input is
+  normalised by its RMS over the latest `level_seconds` (all so far if 0)
+  instead of the clip's. Both windows no longer than the training crop keep a
+  stream's attention and level of the kind the model was trained on, and its
+  state bounded (trainer.serving.unet_step).
   """
 
-  def __init__(self, *, hidden: int = 16, depth: int = 3, kernel_size: int = 8,
-               stride: int = 4, growth: int = 2, max_hidden: int = 10000,
-               causal: bool = False, attention_heads: int = 4,
-               attention_layers: int = 1, seed: int = 0, name: str = "unet"):
+  def __init__(self, *, sample_rate: int, hidden: int = 16, depth: int = 3,
+               kernel_size: int = 8, stride: int = 4, growth: int = 2,
+               max_hidden: int = 10000, causal: bool = False, attention_heads: int = 4,
+               attention_layers: int = 1, level_seconds: float = 1.0,
+               attention_seconds: float = 1.0, seed: int = 0, name: str = "unet"):
     super().__init__(name=name)
+    checks.at_least("level_seconds", level_seconds, 0)
+    checks.at_least("attention_seconds", attention_seconds, 0)
     for argument, value in (("hidden", hidden), ("depth", depth), ("stride", stride),
                             ("growth", growth), ("attention_heads", attention_heads),
                             ("attention_layers", attention_layers)):
@@ -86,7 +115,15 @@ class UNet(tf.Module):
           f"must divide the bottleneck's {channels} channels (hidden * growth**(depth - 1), "
           "at most max_hidden).")
     self.stride, self.depth, self.causal = stride, depth, causal
+    self.sample_rate, self.kernel_size = sample_rate, kernel_size
     self.lookahead = 0 if causal else None
+    # A causal model's windows: samples of its level, bottleneck frames of its attention
+    # (None: everything so far).
+    self.level_samples = max(1, int(round(level_seconds * sample_rate))) if (
+        causal and level_seconds) else None
+    self.attention_frames = max(1, int(round(attention_seconds * sample_rate
+                                             / stride ** depth))) if (
+                                                 causal and attention_seconds) else None
     encoder, decoder = [], []
     channels, width = 1, hidden
     with self.name_scope:
@@ -103,6 +140,7 @@ class UNet(tf.Module):
       # Assigned whole (not mutated in place) so checkpoints and SavedModels track them.
       self.encoder, self.decoder = encoder, decoder[::-1]
       self.bottleneck = [AttentionBlock(channels, attention_heads, causal=causal,
+                                        window=self.attention_frames,
                                         seed=seed * 1000 + 300 + i)
                          for i in range(attention_layers)]
 
@@ -120,11 +158,19 @@ class UNet(tf.Module):
     return self.stride ** self.depth
 
   def _rms(self, signal):
-    """`[batch, 1]` RMS of the clip, or `[batch, time]` RMS up to each sample if causal."""
+    """`[batch, 1]` RMS of the clip, or if causal `[batch, time]` RMS of the latest
+    `level_samples` (all so far if None) up to each sample."""
     if not self.causal:
       return tf.sqrt(tf.reduce_mean(tf.square(signal), axis=-1, keepdims=True)) + RMS_FLOOR
-    count = tf.cast(tf.range(1, tf.shape(signal)[-1] + 1), tf.float32)
-    return tf.sqrt(tf.cumsum(tf.square(signal), axis=-1) / count) + RMS_FLOOR
+    count = tf.range(1, tf.shape(signal)[-1] + 1)
+    if self.level_samples is None:
+      total = tf.cumsum(tf.square(signal), axis=-1)
+    else:  # a difference of running sums, in float64 so that a loud past costs no precision
+      total = tf.cumsum(tf.square(tf.cast(signal, tf.float64)), axis=-1)
+      before = tf.pad(total, [[0, 0], [self.level_samples, 0]])[:, :tf.shape(total)[-1]]
+      total = tf.cast(total - before, tf.float32)
+      count = tf.minimum(count, self.level_samples)
+    return tf.sqrt(total / tf.cast(count, tf.float32)) + RMS_FLOOR
 
   def __call__(self, noisy):
     dtype = noisy.dtype

@@ -13,7 +13,6 @@ from trainer import optim
 from trainer import run_dir
 from trainer.models import card as card_lib
 from trainer.models import contract
-from trainer.models import mask
 from trainer.serving import kept_input
 from trainer.serving import stream
 
@@ -25,7 +24,7 @@ class ExportedDenoiser(tf.Module):
   """What the SavedModel holds: the model, its sample rate, the share of the input it keeps
   (`keep_input`, `keep_presence`: trainer.serving.kept_input) and two functions:
   `denoise(waveform)` keeps those shares, `denoise_keeping(waveform, keep_input,
-  keep_presence)` the shares given. A causal mask model's also holds `stream_step`
+  keep_presence)` the shares given. A causal model's also holds `stream_step`
   (trainer.serving.stream, with the stored shares; its `info` output: hop, lead,
   latency) and `state_size`."""
 
@@ -39,10 +38,15 @@ class ExportedDenoiser(tf.Module):
     self.keep_input = tf.Variable(keep_input, dtype=tf.float32, trainable=False)
     self.keep_presence = tf.Variable(keep_presence, dtype=tf.float32, trainable=False)
     self._rate = sample_rate
-    self.streams = isinstance(model, mask.MaskDenoiser) and model.causal
+    self.streams = getattr(model, "causal", False)
     if self.streams:
-      step = stream.MaskStep(model, keep_input=self.keep_input,
-                             keep_presence=self.keep_presence)
+      try:
+        step = stream.step_for(model, keep_input=self.keep_input,
+                               keep_presence=self.keep_presence)
+      except ValueError as e:  # e.g. a causal U-Net attending to everything so far
+        logging.warning("The export will not stream: %s", e)
+        self.streams = False
+    if self.streams:
       self.state_size = tf.Variable(step.state_size, dtype=tf.int32, trainable=False)
       self.stream_step = step.signature()
 

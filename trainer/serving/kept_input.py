@@ -10,8 +10,9 @@ ramps linearly in log frequency between the two (PRESENCE_HZ).
 
 A mask model keeps it as a floor on its gain per bin, `G + k (1 - G)`: exact
 in its STFT and no later than the model, so a stream keeps it too. Any other
-model has it added back as a zero-phase filter of the residual over the
-whole waveform it was given.
+model has the residual (input less output) added back through a short
+minimum-phase filter whose gain is the share: causal too, so its stream
+keeps it with no added latency.
 """
 
 import numpy as np
@@ -23,8 +24,9 @@ KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB
 PRESENCE_KEEP = 0.5  # share kept in the presence band (about -6 dB at most)
 # (start of the ramp up, presence band start, presence band end, end of the ramp down), Hz.
 PRESENCE_HZ = (1500.0, 3000.0, 5000.0, 7000.0)
-PAD_SECONDS = 0.05  # context each side of a waveform, far longer than the shares' impulse
-# response; odd-reflected (value and slope continue)
+FILTER_SECONDS = 0.004  # length of the residual filter of a model without a gain per bin
+DESIGN_OVERSAMPLING = 16  # the filter is designed on a grid this many times its length
+SHARE_FLOOR = 1e-4  # shares are designed at least this much of the largest (-80 dB)
 
 
 def presence(frequencies) -> tf.Tensor:
@@ -44,23 +46,40 @@ def shares(frequencies, keep, presence_keep) -> tf.Tensor:
   return keep + (tf.cast(presence_keep, tf.float32) - keep) * presence(frequencies)
 
 
+def residual_filter(rate: int, keep, presence_keep) -> tf.Tensor:
+  """The minimum-phase FIR `[taps]` (FILTER_SECONDS) whose gain at each frequency is its
+  share: causal, so a stream keeps the input no later than the model's output. Designed
+  by the real cepstrum on a DESIGN_OVERSAMPLING times longer grid; shares below
+  SHARE_FLOOR of the largest are that floor."""
+  taps = max(2, int(round(FILTER_SECONDS * rate)))
+  size = DESIGN_OVERSAMPLING * taps
+  peak = tf.maximum(tf.cast(keep, tf.float32), tf.cast(presence_keep, tf.float32))
+  gains = shares(np.arange(size // 2 + 1) * rate / size, keep, presence_keep)
+  cepstrum = tf.signal.irfft(tf.complex(tf.math.log(tf.maximum(
+      gains / tf.maximum(peak, 1e-12), SHARE_FLOOR)), 0.0), [size])
+  fold = np.zeros(size, np.float32)  # keeps c[0] and c[N/2], doubles the rest of one half
+  fold[0] = fold[size // 2] = 1.0
+  fold[1:size // 2] = 2.0
+  minimum_phase = tf.exp(tf.signal.rfft(cepstrum * fold, [size]))
+  return peak * tf.signal.irfft(minimum_phase, [size])[:taps]
+
+
 def add_back(enhanced: tf.Tensor, signal: tf.Tensor, rate: int, keep,
              presence_keep) -> tf.Tensor:
-  """`enhanced` `[batch, time]` with `shares(f)` of `(signal - enhanced)` added back: a
-  zero-phase FFT filter over each whole waveform, odd-reflected PAD_SECONDS each side."""
+  """`enhanced` `[batch, time]` with `(signal - enhanced)` through `residual_filter` added:
+  the share of the input kept by a model without a gain per bin; causal."""
   residual = tf.cast(signal, tf.float32) - tf.cast(enhanced, tf.float32)
-  length = tf.shape(residual)[-1]
-  edge = tf.maximum(0, tf.minimum(length - 1, int(PAD_SECONDS * rate)))
-  first, last = residual[:, :1], residual[:, -1:]
-  padded = tf.concat([2.0 * first - tf.reverse(residual[:, 1:edge + 1], [1]), residual,
-                      2.0 * last - tf.reverse(residual[:, length - 1 - edge:length - 1], [1])],
-                     1)
-  size = tf.shape(padded)[-1]
-  frequencies = tf.cast(tf.range(size // 2 + 1), tf.float32) * (rate / tf.cast(size,
-                                                                             tf.float32))
-  gains = tf.complex(shares(frequencies, keep, presence_keep), 0.0)
-  kept = tf.signal.irfft(tf.signal.rfft(padded, [size]) * gains, [size])
-  return tf.cast(enhanced, tf.float32) + kept[:, edge:edge + length]
+  taps = residual_filter(rate, keep, presence_keep)
+  return tf.cast(enhanced, tf.float32) + filter_causally(residual, taps)
+
+
+def filter_causally(signal: tf.Tensor, taps: tf.Tensor, history=None) -> tf.Tensor:
+  """`sum_k taps[k] signal[t - k]` for each `t` of `signal` `[batch, time]`; before it,
+  `history` `[batch, len(taps) - 1]` (zeros if None)."""
+  if history is None:
+    history = tf.zeros([tf.shape(signal)[0], tf.shape(taps)[0] - 1])
+  padded = tf.concat([history, signal], 1)[:, :, None]
+  return tf.nn.conv1d(padded, tf.reverse(taps, [0])[:, None, None], 1, "VALID")[:, :, 0]
 
 
 def bin_shares(model: mask.MaskDenoiser, keep, presence_keep) -> tf.Tensor:

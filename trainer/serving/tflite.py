@@ -1,11 +1,10 @@
-"""TFLite: a causal mask model's streaming step as a .tflite file of builtin ops only - one hop and the state vector in, a hop, the state and the stream's (hop, lead, latency) out."""
+"""TFLite: a causal model's streaming step as a .tflite file of builtin ops only - one hop and the state vector in, a hop, the state and the stream's (hop, lead, latency) out."""
 
 from absl import logging
 import tensorflow as tf
 
 from common import checks
 from common import files
-from trainer.models import mask
 from trainer.serving import export as saved_model
 from trainer.serving import kept_input
 from trainer.serving import stream
@@ -15,28 +14,38 @@ from trainer.serving import transforms
 QUANTIZE = ("none", "dynamic")
 
 
-def convert(model: mask.MaskDenoiser, *, keep_input: float = kept_input.KEEP,
+def quantizations(model) -> tuple:
+  """The `quantize` options for `model`: not int8 where its STFT would be a matrix
+  product, which dynamic-range quantisation would quantise with the weights."""
+  if hasattr(model, "fft_length") and transforms.for_tflite(model.fft_length) != "rfft":
+    return ("none",)
+  return QUANTIZE
+
+
+def convert(model, *, keep_input: float = kept_input.KEEP,
             keep_presence: float = kept_input.PRESENCE_KEEP, quantize: str = "none") -> bytes:
-  """The .tflite bytes of `model`'s stream step, keeping those shares of the input. Its
-  STFT is TFLite's RFFT2D where the FFT length is a power of two, matrix products
-  elsewhere (`transforms.for_tflite`). `quantize`: none (float32), or dynamic (the
-  network's weights as int8, activations quantised on the fly; the RFFT stays float).
+  """The .tflite bytes of a causal model's stream step (`stream.step_for`), keeping those
+  shares of the input. A mask model's STFT is TFLite's RFFT2D where the FFT length is a
+  power of two, matrix products elsewhere (`transforms.for_tflite`). `quantize`: none
+  (float32), or dynamic (the network's weights as int8, activations quantised on the
+  fly; the RFFT stays float).
 
   Raises:
-    ValueError: the model cannot stream (not a causal mask model), or `quantize=dynamic`
+    ValueError: the model cannot stream (it looks ahead), or `quantize=dynamic`
       for a model whose transform is a matrix product.
   """
   checks.one_of("quantize", quantize, QUANTIZE)
-  transform = transforms.for_tflite(model.fft_length)
-  if quantize == "dynamic" and transform != "rfft":
+  if quantize not in quantizations(model):
     raise ValueError(
         f"--quantize=dynamic needs a power-of-two FFT length, and this model's is "
         f"{model.fft_length} ({model.window}-sample window at {model.sample_rate} Hz): its "
         "STFT is a matrix product here, which would be quantised with the weights and "
         "cost the output its precision. Export it unquantised, or train at a rate whose "
         "32 ms window is a power of two (8 or 16 kHz).")
-  function = stream.MaskStep(model, transform=transform, keep_input=keep_input,
-                             keep_presence=keep_presence).signature()
+  stft = ({"transform": transforms.for_tflite(model.fft_length)}
+          if hasattr(model, "fft_length") else {})  # a mask model's
+  function = stream.step_for(model, keep_input=keep_input, keep_presence=keep_presence,
+                             **stft).signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]

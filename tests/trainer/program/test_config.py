@@ -99,7 +99,7 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused
                      dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,
                           max_hidden=10000, causal=False, attention_heads=4,
-                          attention_layers=1))
+                          attention_layers=1, level_seconds=1.0, attention_seconds=1.0))
     self.assertEqual(arguments("--architecture=unet", "--hidden=24")["hidden"], 24)
     self.assertNotIn("stride", arguments("--stride=2"))  # a unet flag: the mask model ignores it
 
@@ -110,7 +110,9 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
       (["--keep_best=si_sdr", "--eval_split="], "--keep_best=si_sdr needs an eval split"),
       (["--mode=eval", "--eval_split="], "--mode=eval needs an eval split"),
       (["--keep_best=pesq", "--eval_perceptual_examples=0"],
-       "--keep_best=pesq is scored only on --eval_perceptual_examples, which is 0"))
+       "--keep_best=pesq is scored only on --eval_perceptual_examples, which is 0"),
+      (["--architecture=unet", "--causal", "--attention_seconds=2"],
+       "--attention_seconds=2.0 is longer than --crop_seconds=1"))
   def test_flag_combinations_are_refused_when_the_flags_are_read(self, argv, error):
     with self.assertRaises(checks.ArgumentError) as refused:
       parsed.configs("--flagfile=cpu.flags", *argv)

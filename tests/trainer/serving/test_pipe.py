@@ -55,7 +55,7 @@ class PipeTest(tf.test.TestCase):
   def test_at_the_models_rate_the_pipe_is_the_offline_model(self):
     model = causal_model()
     signal = speechlike(0.5, RATE)
-    through = pipe.Pipe(stream.Streamer.for_mask_model(model), rate=RATE, model_rate=RATE)
+    through = pipe.Pipe(stream.Streamer.for_model(model), rate=RATE, model_rate=RATE)
     blocks = [through.feed(signal[i:i + 100]) for i in range(0, len(signal), 100)]
     out = np.concatenate(blocks + [through.flush()])
     self.assertAllClose(out, kept(model, signal), atol=1e-5, rtol=0)
@@ -65,7 +65,7 @@ class PipeTest(tf.test.TestCase):
     model = causal_model()
     rate = 44100
     signal = speechlike(1.0, rate)
-    through = pipe.Pipe(stream.Streamer.for_mask_model(model), rate=rate, model_rate=RATE)
+    through = pipe.Pipe(stream.Streamer.for_model(model), rate=rate, model_rate=RATE)
     out = np.concatenate([through.feed(signal[i:i + 441]) for i in range(0, len(signal), 441)]
                          + [through.flush()])
     self.assertLen(out, len(signal))

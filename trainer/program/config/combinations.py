@@ -11,7 +11,13 @@ def check(configs):
   Args:
     configs: a trainer.main.Configs (run, data, model and optimization configs).
   """
-  run, data = configs.run, configs.data
+  run, data, shape = configs.run, configs.data, configs.model.shape()
+  window = shape.get("attention_seconds")
+  if shape.get("causal") and window and data.crop_seconds and window > data.crop_seconds:
+    raise checks.ArgumentError("attention_seconds", window,
+                               f"is longer than --crop_seconds={data.crop_seconds:g}: training "
+                               "would never show the model a full window, which a stream "
+                               "then attends to.")
   if run.mode in ("eval", "continuous_eval") and not data.eval_split:
     raise checks.ArgumentError("mode", run.mode, "needs an eval split (--eval_split).")
   if run.early_stop_patience:

@@ -39,9 +39,14 @@ class ModelConfig:
                               "(the mean log power of the first models).",
                               choices=["power", "log"])
   level_seconds: Optional[float] = flag(
-      None, "mask, causal: the level is the mean over the latest this many seconds, so a "
-      "stream's level follows the audio however long it runs (0: everything so far; "
-      "default 1, the training crop).")
+      None, "Causal models: the level (mask: of the features; unet: the RMS the input is "
+      "normalised by) is over the latest this many seconds, so a stream's level follows "
+      "the audio however long it runs (0: everything so far; default 1, the training "
+      "crop).")
+  attention_seconds: Optional[float] = flag(
+      None, "unet, causal: the bottleneck attention sees the latest this many seconds, with "
+      "a penalty growing with distance instead of absolute positions, so a stream's state "
+      "is bounded (0: every frame so far; default 1; no longer than --crop_seconds).")
   stride: Optional[int] = flag(None, f"unet: conv stride (time downsampling per layer; "
                                f"default {_UNET['stride']}).")
   growth: Optional[int] = flag(None, f"unet: channel growth per layer (default "
