@@ -15,7 +15,8 @@ import sys
 import trainer.denoise, trainer.export, trainer.stream
 import trainer.serving.band_extension, trainer.serving.denoise, trainer.serving.export
 import trainer.serving.kept_input, trainer.serving.pipe, trainer.serving.stream
-import trainer.serving.tflite, trainer.serving.transforms
+import trainer.serving.tflite, trainer.serving.transforms, trainer.serving.mask_step
+import trainer.serving.unet_step, trainer.serving.stream_step
 loaded = sorted(m for m in sys.modules if m.startswith({TRAINING!r}))
 print(",".join(loaded))
 """
