@@ -15,10 +15,11 @@ With `--transform_choices`, also the 48 kHz TFLite files of models with
 another window or FFT length (built for the comparison: the choice of the
 shipped transform).
 
-With `--demucs_python`, a Python that has torch and denoiser 0.1.5 (see
-BENCHMARKS.md: never a dependency of this project), also times denoiser's
-causal Demucs (H=48, random weights) through its `DemucsStreamer`, one
-stride per call, in the same run.
+With `--demucs_python`, a Python that has torch and denoiser 0.1.5 (never a
+dependency of this project: `python -m venv demucs && demucs/bin/pip install
+torch==2.13.0 numpy && demucs/bin/pip install --no-deps denoiser==0.1.5`;
+torchaudio is not needed), also times denoiser's causal Demucs (H=48, random
+weights) through its `DemucsStreamer`, one stride per call, in the same run.
   python -m bench.stream [--seconds 10] [--model_dir runs/streaming --speech x.wav]
       [--demucs_python /path/to/venv/bin/python] [--transform_choices]
 """
