@@ -28,12 +28,13 @@ BLOCK_SECONDS = 0.01  # read at most this much at a time
 
 
 def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
-        seekable_output: bool = False) -> pipe.Pipe:
+        seekable_output: bool = False, extend_band: bool = True) -> pipe.Pipe:
   """Streams `source` (a binary stream) through the export into `sink`; returns the pipe."""
   loaded = denoise.load(saved_model)
   streamer = stream.Streamer.from_saved_model(loaded)
   rate = raw_rate or pipe.read_wav_header(source)
-  through = pipe.Pipe(streamer, rate=rate, model_rate=int(loaded.sample_rate))
+  through = pipe.Pipe(streamer, rate=rate, model_rate=int(loaded.sample_rate),
+                      keep_input=float(loaded.keep_input), extend_band=extend_band)
   if not raw_output:
     sink.write(audio.wav16_header(rate))
   for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate))):
@@ -56,11 +57,12 @@ def main(argv):
     with source:
       if FLAGS.output == "-":
         through = run(FLAGS.saved_model, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
-                      raw_output=FLAGS.raw_output)
+                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band)
       else:
         with files.atomic_writer(FLAGS.output) as sink:
           through = run(FLAGS.saved_model, source, sink, raw_rate=FLAGS.raw_rate,
-                        raw_output=FLAGS.raw_output, seekable_output=True)
+                        raw_output=FLAGS.raw_output, seekable_output=True,
+                        extend_band=FLAGS.extend_band)
   print(f"trainer.stream: {through.seconds_in:.2f} s of audio; latency "
         f"{1e3 * through.latency_seconds:.1f} ms; real-time factor "
         f"{through.busy_seconds / max(through.seconds_in, 1e-9):.3f}", file=sys.stderr)
@@ -70,6 +72,10 @@ if __name__ == "__main__":
   flags.DEFINE_string("saved_model", None, "An export of a causal model "
                       "(trainer.main --causal, then trainer.export).")
   flags.DEFINE_string("input", "-", "A mono 16-bit WAV or raw PCM file; - reads stdin.")
+  flags.DEFINE_bool("extend_band", True, "Above a lower-rate model's band (a 16 kHz model, "
+                    "a 48 kHz stream), keep the input's band where speech is expected there, "
+                    "as trainer.denoise does; it waits 48 ms longer. --noextend_band returns "
+                    "the model's band alone.")
   flags.DEFINE_string("output", "-", "Where the enhanced audio goes; - writes stdout.")
   flags.DEFINE_integer("raw_rate", 0, "The input is raw 16-bit little-endian mono PCM at "
                        "this rate (0: the input is a WAV).")

@@ -1,4 +1,4 @@
-"""Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), written as soon as it is enhanced."""
+"""Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), the band above a lower-rate model's gated as the file path gates it, written as soon as it is enhanced."""
 
 import struct
 import time
@@ -8,6 +8,7 @@ import numpy as np
 import soxr
 
 from input import audio
+from trainer.serving import band_extension
 from trainer.serving import stream
 
 def read_wav_header(f: BinaryIO) -> int:
@@ -50,28 +51,45 @@ def pcm_blocks(f: BinaryIO, block_bytes: int) -> Iterator[np.ndarray]:
       yield np.frombuffer(data[:whole], "<i2").astype(np.float32) / 32768.0
 
 
+def _resampler(rate_in: int, rate_out: int) -> soxr.ResampleStream:
+  return soxr.ResampleStream(rate_in, rate_out, 1, dtype="float32", quality="VHQ")
+
+
 class Pipe:
   """Enhances audio at `rate` through `streamer` (at `model_rate`), block by block.
+
+  Above a lower-rate model's band, the input's band is gated as the file path
+  gates it (`band_extension.BandExtension`, its gain at least `keep_input`),
+  which waits band_extension.LOOKAHEAD_HOPS hops longer; `extend_band=False`
+  returns the model's band alone, sooner.
 
   `seconds_in` counts the audio taken, `busy_seconds` the time spent enhancing it
   (resampling included, waiting for input not), so `busy_seconds / seconds_in`
   is the real-time factor.
   """
 
-  def __init__(self, streamer: stream.Streamer, *, rate: int, model_rate: int):
+  def __init__(self, streamer: stream.Streamer, *, rate: int, model_rate: int,
+               keep_input: float = 0.0, extend_band: bool = True):
     self.streamer, self.rate, self.model_rate = streamer, rate, model_rate
     same = rate == model_rate
-    self._down = None if same else soxr.ResampleStream(rate, model_rate, 1, dtype="float32",
-                                                       quality="VHQ")
-    self._up = None if same else soxr.ResampleStream(model_rate, rate, 1, dtype="float32",
-                                                     quality="VHQ")
+    self._down = None if same else _resampler(rate, model_rate)
+    self._up = None if same else _resampler(model_rate, rate)
+    self._extension = None
+    if extend_band and rate > model_rate:
+      self._extension = band_extension.BandExtension(rate, model_rate, keep_input)
+      self._up_noisy = _resampler(model_rate, rate)  # the input's model band, back at rate
+      self._signal = np.zeros(0, np.float32)  # input whose upper band is not yet known
+      self._model_band = self._upper_band = np.zeros(0, np.float32)  # not yet returned
     self.samples_in = self.samples_out = 0
     self.busy_seconds = self._resampling_delay = 0.0
 
   @property
   def latency_seconds(self) -> float:
-    """The model's algorithmic latency, plus the longest delay both resamplers have had."""
-    return self.streamer.latency / self.model_rate + self._resampling_delay
+    """The model's algorithmic latency, plus the longest delay both resamplers have had
+    and the band extension's look-ahead."""
+    extension = (band_extension.LOOKAHEAD_HOPS * band_extension.HOP_SECONDS
+                 if self._extension else 0.0)
+    return self.streamer.latency / self.model_rate + self._resampling_delay + extension
 
   @property
   def seconds_in(self) -> float:
@@ -97,16 +115,41 @@ class Pipe:
     return out
 
   def _through(self, samples: np.ndarray, *, last: bool) -> np.ndarray:
+    at_model_rate = samples
     if self._down is not None:
-      samples = self._down.resample_chunk(samples, last=last)
-    out = self.streamer.feed(samples)
+      at_model_rate = self._down.resample_chunk(samples, last=last)
+    enhanced = self.streamer.feed(at_model_rate)
     if last:
-      out = np.concatenate([out, self.streamer.flush()])
-    if self._up is not None:
-      out = self._up.resample_chunk(out.astype(np.float32), last=last)
-      self._resampling_delay = max(self._resampling_delay, self._down.delay() / self.model_rate
-                                   + self._up.delay() / self.rate)
-    return out
+      enhanced = np.concatenate([enhanced, self.streamer.flush()])
+    if self._up is None:
+      return enhanced
+    out = self._up.resample_chunk(enhanced.astype(np.float32), last=last)
+    self._resampling_delay = max(self._resampling_delay, self._down.delay() / self.model_rate
+                                 + self._up.delay() / self.rate)
+    if self._extension is None:
+      return out
+    return self._extended(samples, at_model_rate, enhanced, out, last=last)
+
+  def _extended(self, samples, at_model_rate, enhanced, out, *, last: bool) -> np.ndarray:
+    """`out` (the model's band at `rate`) plus the gated upper band, as far as both are
+    known; the same samples of each, from the first."""
+    self._signal = np.concatenate([self._signal, samples])
+    back = self._up_noisy.resample_chunk(at_model_rate, last=last)
+    if last:  # as long as the input, as the file path makes it
+      back = np.pad(back, (0, max(0, len(self._signal) - len(back))))[:len(self._signal)]
+    upper = self._signal[:len(back)] - back
+    self._signal = self._signal[len(back):]
+    self._upper_band = np.concatenate([self._upper_band, self._extension.feed(
+        upper, enhanced, last=last)])
+    self._model_band = np.concatenate([self._model_band, out])
+    if last:  # the resamplers' last samples: each band as long as the other
+      longest = max(len(self._model_band), len(self._upper_band))
+      self._model_band = np.pad(self._model_band, (0, longest - len(self._model_band)))
+      self._upper_band = np.pad(self._upper_band, (0, longest - len(self._upper_band)))
+    ready = min(len(self._upper_band), len(self._model_band))
+    result = self._model_band[:ready] + self._upper_band[:ready]
+    self._model_band, self._upper_band = self._model_band[ready:], self._upper_band[ready:]
+    return result
 
 
 def to_pcm16(samples: np.ndarray) -> bytes:

@@ -82,6 +82,25 @@ class BandExtensionTest(tf.test.TestCase):
     self.assertAllClose(band_power(kept[:int(0.9 * RATE)], 9000, 24000),  # (0.2)^2 of it
                         0.04 * band_power(signal[:int(0.9 * RATE)], 9000, 24000), rtol=0.1)
 
+  def test_fed_in_blocks_it_returns_what_it_returns_fed_whole(self):
+    rng = np.random.default_rng(5)
+    for rate in (48000, 44100):
+      loudness = np.repeat(rng.uniform(0.1, 1, 15), rate // 10)  # a new one every 0.1 s
+      upper = noise(seconds=1.5, seed=rate)[:len(loudness)] * loudness
+      model_band = speech_like(seconds=1.5)[::3] * np.repeat(rng.uniform(0, 1, 30), 800)
+      whole = band_extension.BandExtension(rate, MODEL_RATE, 0.1).feed(upper, model_band,
+                                                                      last=True)
+      extension = band_extension.BandExtension(rate, MODEL_RATE, 0.1)
+      out, fed, fed_model = [], 0, 0
+      for size in rng.integers(1, 2000, 200):
+        model_size = int(size * MODEL_RATE / rate)
+        out.append(extension.feed(upper[fed:fed + size], model_band[fed_model:fed_model
+                                                                     + model_size]))
+        fed, fed_model = fed + size, fed_model + model_size
+      out.append(extension.feed(upper[fed:], model_band[fed_model:], last=True))
+      self.assertAllClose(np.concatenate(out), whole, atol=1e-6)
+      self.assertLen(whole, len(upper))
+
   def test_a_file_at_the_models_rate_or_below_is_not_extended(self):
     signal = noise()[:MODEL_RATE]
     halve = model(lambda t: np.full_like(t, 0.5))

@@ -14,6 +14,7 @@ import tensorflow as tf
 from input import audio
 from tests import helpers
 from trainer.models import mask
+from trainer.serving import denoise
 from trainer.serving import export
 from trainer.serving import kept_input
 from trainer.serving import pipe
@@ -31,6 +32,12 @@ def kept(model, signal):
   keeps by default."""
   return kept_input.enhance(model, tf.constant(signal[None], tf.float32), RATE,
                             kept_input.KEEP, kept_input.PRESENCE_KEEP)[0]
+
+
+def band_power(x, rate, low):
+  """The power of `x` above `low` Hz."""
+  power = np.abs(np.fft.rfft(x.astype(np.float64))) ** 2
+  return power[np.fft.rfftfreq(len(x), 1.0 / rate) >= low].sum()
 
 
 def speechlike(seconds, rate, seed=0):
@@ -76,6 +83,28 @@ class PipeTest(tf.test.TestCase):
     middle = slice(RATE // 10, -RATE // 10)
     error = np.linalg.norm(back[middle] - at_model_rate.numpy()[middle]) / np.linalg.norm(
         at_model_rate.numpy()[middle])
+    self.assertLess(error, 0.01)
+
+
+  def test_above_the_models_band_the_stream_extends_it_as_a_file_is(self):
+    model, rate = causal_model(), 48000
+    rng = np.random.default_rng(4)
+    signal = (speechlike(1.0, rate) + 0.02 * rng.standard_normal(rate)).astype(np.float32)
+    as_file = denoise.denoise_signal(export.ExportedDenoiser(model, RATE), signal, rate)
+    outputs = {}
+    for extend_band in (True, False):
+      through = pipe.Pipe(stream.Streamer.for_model(model), rate=rate, model_rate=RATE,
+                          keep_input=kept_input.KEEP, extend_band=extend_band)
+      outputs[extend_band] = np.concatenate(
+          [through.feed(signal[i:i + 480]) for i in range(0, len(signal), 480)]
+          + [through.flush()])
+      self.assertLen(outputs[extend_band], len(signal))
+    upper = lambda x: band_power(x[rate // 10:-rate // 10], rate, 9000)  # pylint: disable=g-long-lambda
+    self.assertAllClose(upper(outputs[True]), upper(as_file), rtol=0.02)
+    self.assertLess(upper(outputs[False]), 1e-3 * upper(as_file))
+    middle = slice(rate // 10, -rate // 10)
+    error = np.linalg.norm(outputs[True][middle] - as_file[middle]) / np.linalg.norm(
+        as_file[middle])
     self.assertLess(error, 0.01)
 
 
