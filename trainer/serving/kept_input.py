@@ -46,12 +46,17 @@ def shares(frequencies, keep, presence_keep) -> tf.Tensor:
   return keep + (tf.cast(presence_keep, tf.float32) - keep) * presence(frequencies)
 
 
+def filter_taps(rate: int) -> int:
+  """How many taps `residual_filter` has at `rate`."""
+  return max(2, int(round(FILTER_SECONDS * rate)))
+
+
 def residual_filter(rate: int, keep, presence_keep) -> tf.Tensor:
   """The minimum-phase FIR `[taps]` (FILTER_SECONDS) whose gain at each frequency is its
   share: causal, so a stream keeps the input no later than the model's output. Designed
   by the real cepstrum on a DESIGN_OVERSAMPLING times longer grid; shares below
   SHARE_FLOOR of the largest are that floor."""
-  taps = max(2, int(round(FILTER_SECONDS * rate)))
+  taps = filter_taps(rate)
   size = DESIGN_OVERSAMPLING * taps
   peak = tf.maximum(tf.cast(keep, tf.float32), tf.cast(presence_keep, tf.float32))
   gains = shares(np.arange(size // 2 + 1) * rate / size, keep, presence_keep)

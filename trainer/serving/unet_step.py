@@ -28,8 +28,7 @@ class UNetStep(stream_step.StreamStep):
     self.model, self.keep = model, (keep_input, keep_presence)
     self.hop, self.lead = model.time_multiple, 0
     self.latency = self.hop - 1
-    taps = max(2, int(round(kept_input.FILTER_SECONDS * model.sample_rate)))
-    shapes = [[model.level_samples - 1], [], [taps - 1]]
+    shapes = [[model.level_samples - 1], [], [kept_input.filter_taps(model.sample_rate) - 1]]
     for conv, _ in model.encoder:
       shapes.append([conv.kernel_size - 1, conv.kernel.shape[1]])
     for _, upsample in model.decoder:

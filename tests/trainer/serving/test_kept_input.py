@@ -49,6 +49,7 @@ class KeptInputTest(tf.test.TestCase):
     for rate in (8000, 16000, 48000):
       taps = kept_input.residual_filter(rate, 0.15, 0.5).numpy()
       self.assertLen(taps, round(kept_input.FILTER_SECONDS * rate))
+      self.assertEqual(kept_input.filter_taps(rate), len(taps))
       response = np.abs(np.fft.rfft(taps, 8192))
       expected = kept_input.shares(np.fft.rfftfreq(8192, 1.0 / rate), 0.15, 0.5).numpy()
       self.assertAllClose(response, expected, atol=0.01)
@@ -63,7 +64,7 @@ class KeptInputTest(tf.test.TestCase):
     whole = add_back(np.zeros_like(signal), signal)
     start, stop = RATE // 2, RATE
     piece = add_back(np.zeros(stop - start, np.float32), signal[start:stop])
-    filled = round(kept_input.FILTER_SECONDS * RATE)
+    filled = kept_input.filter_taps(RATE)
     self.assertAllClose(piece[filled:], whole[start + filled:stop], atol=1e-5)
 
   def test_equal_shares_are_a_plain_mix_and_none_is_the_model_alone(self):
