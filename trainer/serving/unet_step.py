@@ -25,7 +25,9 @@ class UNetStep(stream_step.StreamStep):
       raise ValueError("This causal U-Net attends to, and normalises by, everything so far, "
                        "so its stream's state would grow without bound: train it with "
                        "--level_seconds and --attention_seconds above 0 (the defaults).")
-    self.model, self.keep = model, (keep_input, keep_presence)
+    self.model = model
+    # Designed once: the shares are fixed for the stream.
+    self._taps = kept_input.residual_filter(model.sample_rate, keep_input, keep_presence)
     self.hop, self.lead = model.time_multiple, 0
     self.latency = self.hop - 1
     shapes = [[model.level_samples - 1], [], [kept_input.filter_taps(model.sample_rate) - 1]]
@@ -62,9 +64,8 @@ class UNetStep(stream_step.StreamStep):
       if i < depth - 1:
         x = tf.nn.relu(x)
     enhanced = (samples / rms + x[0, :, 0]) * rms
-    taps = kept_input.residual_filter(model.sample_rate, *self.keep)
     residual = samples - enhanced
-    out = enhanced + kept_input.filter_causally(residual[None], taps, residuals[None])[0]
+    out = enhanced + kept_input.filter_causally(residual[None], self._taps, residuals[None])[0]
     residuals = tf.concat([residuals, residual], 0)[self.hop:]
     return out, self._pack([squares, seen, residuals, *new_state, *new_tails, *new_caches])
 
