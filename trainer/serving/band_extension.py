@@ -40,10 +40,15 @@ def speech_ratio(model_rate: int, rate: int) -> float:
   return energy(nyquist, rate / 2.0) / energy(TOP_BAND[0] * nyquist, TOP_BAND[1] * nyquist)
 
 
+def frame_hop(rate: int) -> int:
+  """Samples between gains (HOP_SECONDS) at `rate`."""
+  return max(1, int(round(HOP_SECONDS * rate)))
+
+
 def frame_power(x: np.ndarray, rate: int, low: float, high: float) -> np.ndarray:
   """The mean power of `x` in [low, high) Hz in each 16 ms frame (frame k centred on
   sample k * hop, zeros beyond `x`), averaged over SMOOTH_FRAMES frames."""
-  hop = max(1, int(round(HOP_SECONDS * rate)))
+  hop = frame_hop(rate)
   window = np.hanning(2 * hop + 1)[:-1]
   padded = np.pad(np.asarray(x, np.float64), (hop, 3 * hop))
   frames = np.lib.stride_tricks.sliding_window_view(padded, 2 * hop)[::hop]
@@ -71,8 +76,7 @@ class BandExtension:
 
   def __init__(self, rate: int, model_rate: int, keep: float = 0.0):
     self.rate, self.model_rate, self.keep = rate, model_rate, keep
-    self.hop = max(1, int(round(HOP_SECONDS * rate)))
-    self.model_hop = max(1, int(round(HOP_SECONDS * model_rate)))
+    self.hop, self.model_hop = frame_hop(rate), frame_hop(model_rate)
     self._upper, self._upper_start = np.zeros(0), 0  # a hop multiple
     self._model, self._model_start = np.zeros(0), 0  # a model hop multiple
     self._returned = 0
