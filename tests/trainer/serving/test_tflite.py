@@ -80,8 +80,10 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
                                  kept_input.PRESENCE_KEEP)[0]
     self.assertAllClose(out, offline, atol=1e-4, rtol=0)
 
-  def test_dynamic_range_int8_keeps_40_db_and_needs_a_power_of_two_fft(self):
-    model = mask.MaskDenoiser(sample_rate=16000, causal=True, seed=2)  # weights big enough
+  @parameterized.parameters("mask", "unet")
+  def test_dynamic_range_int8_keeps_40_db_and_needs_a_power_of_two_fft(self, architecture):
+    model = {"mask": mask.MaskDenoiser, "unet": unet.UNet}[architecture](  # default shapes:
+        sample_rate=16000, causal=True, seed=2)  # weights big enough to be quantised
     directory = self.create_tempdir().full_path
     outputs, sizes = [], []
     rng = np.random.default_rng(3)
