@@ -20,6 +20,7 @@ from common import files
 from input import audio
 from trainer.models import card
 from trainer.serving import band_extension
+from trainer.serving import kept_input
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
 
@@ -103,8 +104,7 @@ def kept_shares(module, keep_input: Optional[float], keep_presence: Optional[flo
   keep_input = float(module.keep_input.numpy()) if keep_input is None else keep_input
   keep_presence = (float(module.keep_presence.numpy()) if keep_presence is None
                    else keep_presence)
-  checks.probability("keep_input", keep_input)
-  checks.probability("keep_presence", keep_presence)
+  kept_input.check(keep_input, keep_presence)
   return keep_input, keep_presence
 
 

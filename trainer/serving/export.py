@@ -31,8 +31,7 @@ class ExportedDenoiser(tf.Module):
   def __init__(self, model, sample_rate: int, *, keep_input: float = kept_input.KEEP,
                keep_presence: float = kept_input.PRESENCE_KEEP):
     super().__init__()
-    checks.probability("keep_input", keep_input)
-    checks.probability("keep_presence", keep_presence)
+    kept_input.check(keep_input, keep_presence)
     self.model = model
     self.sample_rate = tf.Variable(sample_rate, dtype=tf.int32, trainable=False)
     self.keep_input = tf.Variable(keep_input, dtype=tf.float32, trainable=False)
@@ -193,8 +192,7 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   `checkpoint`: see `restore_model`; `keep_input`, `keep_presence`: the shares
   of the input its `denoise` and `stream_step` keep.
   """
-  checks.probability("keep_input", keep_input)
-  checks.probability("keep_presence", keep_presence)
+  kept_input.check(keep_input, keep_presence)
   check_output(model_dir, output, overwrite=overwrite)
   model, sample_rate, used = restore_model(model_dir, weights, checkpoint)
   logging.info("Exporting the %s weights of %s.", used, model_dir)

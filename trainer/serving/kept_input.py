@@ -18,6 +18,7 @@ keeps it with no added latency.
 import numpy as np
 import tensorflow as tf
 
+from common import checks
 from trainer.models import mask
 
 KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB at most)
@@ -27,6 +28,12 @@ PRESENCE_HZ = (1500.0, 3000.0, 5000.0, 7000.0)
 FILTER_SECONDS = 0.004  # length of the residual filter of a model without a gain per bin
 DESIGN_OVERSAMPLING = 16  # the filter is designed on a grid this many times its length
 SHARE_FLOOR = 1e-4  # shares are designed at least this much of the largest (-80 dB)
+
+
+def check(keep_input: float, keep_presence: float):
+  """Raises ArgumentError unless both shares are in [0, 1]."""
+  checks.probability("keep_input", keep_input)
+  checks.probability("keep_presence", keep_presence)
 
 
 def presence(frequencies) -> tf.Tensor:

@@ -12,7 +12,7 @@ from trainer.serving import transforms
 
 
 class MaskStep(stream_step.StreamStep):
-  """One hop of a causal `MaskDenoiser` with its state as one vector: the STFT's overlap in
+  """One hop of a causal `MaskDenoiser` (made by `stream.step_for`) with its state as one vector: the STFT's overlap in
   and out, the level's recent frames (or, for a level over everything so far, their sum)
   and count, and each dilated conv's frame history.
 
@@ -26,10 +26,9 @@ class MaskStep(stream_step.StreamStep):
 
   def __init__(self, model: mask_lib.MaskDenoiser, *, transform: str = "fft",
                keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP):
-    if not isinstance(model, mask_lib.MaskDenoiser) or not model.causal:
-      raise ValueError("Only a causal mask model streams (train it with --causal): a model "
-                       "that looks ahead needs audio that has not arrived yet.")
-    self.model, self.keep = model, (keep_input, keep_presence)
+    self.model = model
+    # Per bin, once: the shares are fixed for the stream.
+    self._shares = kept_input.bin_shares(model, keep_input, keep_presence)
     self.hop, self.window = model.hop, model.window
     self.lead = self.window - self.hop
     self.latency = self.window - 1
@@ -52,7 +51,7 @@ class MaskStep(stream_step.StreamStep):
       seen = tf.concat([history, x], 0)  # the frames the block's causal conv sees
       x = x + layers.glu(block.conv.last(seen[None]))
       new_histories.append(seen[1:])
-    gain = model.mask(x[:, None], kept_input.bin_shares(model, *self.keep))
+    gain = model.mask(x[:, None], self._shares)
     enhanced = self.transform.synthesise(spectrum, gain)
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
     return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], recent,

@@ -75,8 +75,7 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
   if tf.io.gfile.exists(output) and not overwrite:
     raise FileExistsError(f"output {output} exists; pass overwrite (--overwrite) to replace "
                           "it.")
-  checks.probability("keep_input", keep_input)
-  checks.probability("keep_presence", keep_presence)
+  kept_input.check(keep_input, keep_presence)
   model, _, used = saved_model.restore_model(model_dir, weights, checkpoint)
   logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
   return files.write_bytes(output, convert(model, keep_input=keep_input,
