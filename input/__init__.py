@@ -1,1 +1,5 @@
 """Input side: int16 TFRecord shards, corpus preparation, synthetic data and tf.data pipelines."""
+
+from common import requirements
+
+requirements.require_tensorflow()

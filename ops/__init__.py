@@ -1,5 +1,10 @@
 """Accelerator-side audio ops (XLA-compilable TensorFlow): mixing, reverb, remix, stateless draws, spectral helpers."""
 
+from common import requirements
+
+requirements.require_tensorflow()
+
+# pylint: disable=g-import-not-at-top,g-bad-import-order
 from ops import mix
 from ops import spectral
 from ops import stateless

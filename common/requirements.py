@@ -1,0 +1,34 @@
+"""The TensorFlow versions this library is tested with, and one clear error where none is installed."""
+
+import functools
+import importlib.util
+import warnings
+
+# The lowest and highest TensorFlow minor versions CI tests (.ci/floor.txt, .ci/ceiling.txt);
+# setup.cfg's [cpu] and [and-cuda] extras ask for this range.
+TESTED = ((2, 17), (2, 21))
+INSTALL = ("pip install 'denoise-train[cpu]' (CPU only) or 'denoise-train[and-cuda]' "
+           "(NVIDIA GPUs), or any tensorflow / tensorflow-cpu {low}-{high}")
+
+
+def _minor(version: str):
+  return tuple(int(part) for part in version.split(".")[:2])
+
+
+def _named(minor) -> str:
+  return ".".join(map(str, minor))
+
+
+@functools.lru_cache(maxsize=None)
+def require_tensorflow() -> None:
+  """Raises ImportError, saying what to install, if TensorFlow is missing; warns once if its
+  version lies outside the tested range (it may still work)."""
+  low, high = (_named(minor) for minor in TESTED)
+  if importlib.util.find_spec("tensorflow") is None:
+    raise ImportError("denoise-train needs TensorFlow, and none is installed: "
+                      + INSTALL.format(low=low, high=high) + ".")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not TESTED[0] <= _minor(tf.__version__) <= TESTED[1]:
+    warnings.warn(f"TensorFlow {tf.__version__} is outside the range denoise-train is tested "
+                  f"with ({low}-{high}); if something fails, install one in that range.",
+                  stacklevel=2)
