@@ -1,40 +1,16 @@
-"""Audio files: decoding through tensorflow-io (with a clear fallback when its ops cannot load) and exact resampling through soxr."""
+"""Audio files: ranged decoding to mono float32 (input.decoders chooses the decoder) and exact resampling through soxr."""
 
-import functools
-import re
 import struct
 from typing import List, Optional, Tuple
 
 from absl import logging
 import numpy as np
 import soxr
-import tensorflow as tf
 
-WHY_TFIO = (
-    "tensorflow-io 0.37.1's compiled ops (FLAC and 24/32-bit/float WAV decoding) load only "
-    "with tensorflow 2.16/2.17; install the pinned pair (pip install -e .) to read every "
-    "format.")
+from input import decoders
+from input.decoders import AudioError  # pylint: disable=unused-import  (raised to callers)
+
 AUDIO_SUFFIXES = (".wav", ".flac")
-
-
-class AudioError(ValueError):
-  """An audio file cannot be read or converted; the message names it."""
-
-
-@functools.lru_cache(maxsize=None)
-def tfio_problem() -> Optional[str]:
-  """None if tensorflow-io's audio ops work here, else why not."""
-  try:
-    import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
-    tfio.audio.resample(tf.zeros([4, 1]), rate_in=2, rate_out=1)  # loads its compiled ops
-  except Exception as e:  # pylint: disable=broad-except
-    return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-  return None
-
-
-def _tfio():
-  import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
-  return tfio
 
 
 def load(path: str) -> Tuple[np.ndarray, int]:
@@ -58,49 +34,24 @@ class AudioFile:
   (channels averaged). Non-finite samples (NaN, inf: a damaged float WAV) are
   replaced by 0 with a warning saying how many and where the first is; one of
   them would otherwise turn every sample a model computes from it into NaN.
-  Without tensorflow-io only 16-bit PCM WAV is read, and whole.
+  Every format is read by either decoder (`decoder`: one of `decoders.DECODERS`;
+  default the one `decoders.chosen()` names).
 
   Raises:
     AudioError: naming the file, if it cannot be decoded.
   """
 
-  def __init__(self, path: str):
+  def __init__(self, path: str, decoder: Optional[str] = None):
     self.path = path
-    if tfio_problem() is not None:
-      self._whole, self.rate = _load_wav16(path)
-      self.length = len(self._whole)
-      return
-    self._whole = None
-    try:
-      self._audio = _tfio().audio.AudioIOTensor(path)
-      self.rate = int(self._audio.rate.numpy())
-      self.length = int(self._audio.shape[0])
-    except (tf.errors.OpError, ValueError) as e:
-      raise AudioError(f"{path}: cannot decode audio ({_summary(e)}).") from e
-    self._int32_bits = (self._audio.dtype == tf.float32
-                        and wav_format(path) == (WAVE_FORMAT_PCM, 32))
+    self._reader = decoders.open_reader(path, decoder)
+    self.rate, self.length = self._reader.rate, self._reader.length
     if self.length == 0:
       raise AudioError(f"{path}: holds no audio samples.")
 
   def read(self, start: int, stop: int) -> np.ndarray:
     """Samples `[start, stop)` (clipped to the file) as finite float32 mono."""
     start, stop = max(0, start), min(self.length, stop)
-    if self._whole is not None:
-      return self._finite(self._whole[start:stop], start)
-    try:
-      samples = self._audio[start:stop].numpy()
-    except (tf.errors.OpError, ValueError) as e:
-      raise AudioError(f"{self.path}: cannot decode samples {start}-{stop} "
-                       f"({_summary(e)}).") from e
-    if self._int32_bits:
-      samples = samples.view(np.int32)  # tensorflow-io hands 32-bit PCM over as float32 bits
-    scale = {np.dtype("int16"): 2.0**15, np.dtype("int32"): 2.0**31,
-             np.dtype("float32"): 1.0}.get(samples.dtype)
-    if samples.dtype == np.uint8:
-      samples, scale = samples.astype(np.float32) - 128.0, 128.0
-    if scale is None:
-      raise AudioError(f"{self.path}: unsupported sample type {samples.dtype}.")
-    mono = (samples.astype(np.float64).mean(axis=1) / scale).astype(np.float32)
+    mono = self._reader.read(start, stop).mean(axis=1).astype(np.float32)
     return self._finite(mono, start)
 
   def _finite(self, samples: np.ndarray, start: int) -> np.ndarray:
@@ -111,47 +62,6 @@ class AudioFile:
     logging.warning("%s: %d non-finite sample(s) (NaN/inf) from %.3f s: replaced by 0.",
                     self.path, int(bad.sum()), first / self.rate)
     return np.where(bad, np.float32(0.0), samples)
-
-
-WAVE_FORMAT_PCM, WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE
-
-
-def wav_format(path: str) -> Optional[Tuple[int, int]]:
-  """`(format tag, bits per sample)` from a WAV file's fmt chunk (the extensible format's
-  sub-format resolved), or None if `path` is not a readable WAV file."""
-  try:
-    with tf.io.gfile.GFile(path, "rb") as f:
-      header = f.read(12)
-      if header[:4] != b"RIFF" or header[8:12] != b"WAVE":
-        return None
-      while True:
-        chunk = f.read(8)
-        if len(chunk) < 8:
-          return None
-        size = int.from_bytes(chunk[4:8], "little")
-        if chunk[:4] == b"fmt ":
-          fmt = f.read(size)
-          tag, bits = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[14:16], "little")
-          if tag == WAVE_FORMAT_EXTENSIBLE and len(fmt) >= 26:
-            tag = int.from_bytes(fmt[24:26], "little")
-          return tag, bits
-        f.seek(size + size % 2, 1)
-  except (tf.errors.OpError, OSError):
-    return None
-
-
-def _load_wav16(path: str) -> Tuple[np.ndarray, int]:
-  """The fallback without tensorflow-io: 16-bit PCM WAV only (tf.audio.decode_wav)."""
-  if not path.lower().endswith(".wav"):
-    raise AudioError(f"{path}: cannot decode FLAC without tensorflow-io ({tfio_problem()}). "
-                     + WHY_TFIO)
-  try:
-    samples, rate = tf.audio.decode_wav(tf.io.read_file(path))
-  except tf.errors.OpError as e:
-    raise AudioError(f"{path}: tf.audio.decode_wav reads only 16-bit PCM WAV and failed "
-                     f"({_summary(e)}); tensorflow-io is unavailable "
-                     f"({tfio_problem()}). " + WHY_TFIO) from e
-  return samples.numpy().mean(axis=1), int(rate)
 
 
 # soxr's very-high-quality filter: flat (under 0.01 dB) to 95.7% of the lower Nyquist
@@ -214,10 +124,3 @@ def window_starts(length: int, window: int, hop: int, *, tail: bool = True) -> L
   if tail and starts and starts[-1] + window < length:
     starts.append(length - window)
   return starts
-
-
-def _summary(error: Exception) -> str:
-  """The useful part of an op error: no function-node prefix, one line, bounded."""
-  text = re.sub(r"\{\{.*?\}\}\s*", "", getattr(error, "message", None) or str(error))
-  text = " ".join(text.split())
-  return text[:200] or type(error).__name__

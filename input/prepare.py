@@ -107,7 +107,6 @@ def prepare(noisy_dir: str, clean_dir: str, output_dir: str, *, split: str = "tr
   """
   segment, hop = _segment_samples(sample_rate, segment_seconds, hop_seconds)
   records.tfrecord_compression(compression)
-  _warn_without_tfio(sample_rate)
   pairs = find_pairs(noisy_dir, clean_dir)
   meter = progress.Progress(f"prepare {split}", len(pairs), "files")
 
@@ -143,7 +142,6 @@ def prepare_sources(input_dir: str, output_dir: str, *, kind: str, split: str,
                                "rir: prepare_rooms).")
   segment, hop = _segment_samples(sample_rate, segment_seconds, hop_seconds)
   records.tfrecord_compression(compression)
-  _warn_without_tfio(sample_rate)
   names = find_audio(input_dir, "input_dir")
   meter = progress.Progress(f"prepare {split} ({kind})", len(names), "files")
   with records.ShardWriter(output_dir, split, num_shards=num_shards, sample_rate=sample_rate,
@@ -181,8 +179,7 @@ def prepare_rooms(output_dir: str, *, split: str, input_dir: Optional[str] = Non
   records.tfrecord_compression(compression)
   names = find_audio(input_dir, "input_dir") if input_dir is not None else []
   if names:
-    _warn_without_tfio(sample_rate)
-  meter = progress.Progress(f"prepare {split} (rooms)", len(names) + simulated_rooms, "rooms")
+    meter = progress.Progress(f"prepare {split} (rooms)", len(names) + simulated_rooms, "rooms")
   with records.ShardWriter(output_dir, split, num_shards=num_shards, sample_rate=sample_rate,
                            segment_samples=taps, compression=compression,
                            overwrite=overwrite, kind="rir") as writer:
@@ -224,12 +221,6 @@ def _segment_samples(sample_rate, segment_seconds, hop_seconds, *, name="segment
                            ("hop_seconds", hop_seconds)):
     checks.positive(flag_name, value)
   return int(round(segment_seconds * sample_rate)), int(round(hop_seconds * sample_rate))
-
-
-def _warn_without_tfio(sample_rate: int):
-  if audio.tfio_problem() is not None:
-    logging.warning("tensorflow-io's ops cannot load (%s); reading 16-bit WAV at "
-                    "%d Hz only. %s", audio.tfio_problem(), sample_rate, audio.WHY_TFIO)
 
 
 FLAGS = flags.FLAGS

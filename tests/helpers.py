@@ -13,6 +13,7 @@ import sys
 import types
 
 import numpy as np
+import soundfile
 import tensorflow as tf
 
 from input import records
@@ -206,3 +207,22 @@ def saved_run(directory, values=(1.0, 2.0, 3.0)):
     variable.assign(value)
     manager.save(checkpoint_number=step)
   return manager
+
+
+# The formats the README promises: kind -> (container, sample type).
+AUDIO_KINDS = {"wav8": ("WAV", "PCM_U8"), "wav16": ("WAV", "PCM_16"), "wav24": ("WAV", "PCM_24"),
+               "wav32": ("WAV", "PCM_32"), "float": ("WAV", "FLOAT"),
+               "flac": ("FLAC", "PCM_16"), "flac24": ("FLAC", "PCM_24")}
+
+
+def write_audio(path, signal, rate, kind="wav16"):
+  """Writes `signal` (samples, or samples x channels) as one of `AUDIO_KINDS`; a float WAV
+  keeps NaN and samples beyond full scale."""
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  container, subtype = AUDIO_KINDS[kind]
+  soundfile.write(path, np.asarray(signal, np.float64 if kind != "float" else np.float32),
+                  rate, subtype=subtype, format=container)
+
+
+def sine(seconds, rate, frequency=440.0, amplitude=0.5):
+  return amplitude * np.sin(2 * np.pi * frequency * np.arange(int(seconds * rate)) / rate)

@@ -1,52 +1,23 @@
 """Tests for input.prepare: formats, rates, segmenting, and a clear error for each bad input."""
 
 import os
-import struct
 import subprocess
 import sys
-import wave
 
 from absl.testing import parameterized
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_io as tfio
 
 from input import audio
+from input import decoders
 from input import prepare
 from input import records
 from input import rooms
 from tests import helpers
 
 
-def sine(seconds, rate, frequency=440.0, amplitude=0.5):
-  return amplitude * np.sin(2 * np.pi * frequency * np.arange(int(seconds * rate)) / rate)
-
-
-def write_audio(path, signal, rate, kind):
-  """Writes `signal` as 'wav16', 'wav24', 'float' (32-bit float WAV) or 'flac'."""
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  if kind == "flac":
-    pcm = np.round(signal * 32767).astype(np.int16)[:, None]
-    with open(path, "wb") as f:
-      f.write(tfio.audio.encode_flac(tf.constant(pcm), rate=rate).numpy())
-    return
-  if kind == "float":
-    raw = signal.astype("<f4").tobytes()
-    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-    body = (b"WAVEfmt " + struct.pack("<I", len(fmt)) + fmt + b"data"
-            + struct.pack("<I", len(raw)) + raw)
-    with open(path, "wb") as f:
-      f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
-    return
-  width = {"wav16": 2, "wav24": 3, "wav32": 4}[kind]
-  pcm = np.round(signal * (2 ** (8 * width - 1) - 1)).astype("<i4")
-  data = b"".join(int(v).to_bytes(4, "little", signed=True)[:width] for v in pcm)
-  with wave.open(path, "wb") as w:
-    w.setnchannels(1)
-    w.setsampwidth(width)
-    w.setframerate(rate)
-    w.writeframes(data)
+sine, write_audio = helpers.sine, helpers.write_audio
 
 
 class PrepareTest(tf.test.TestCase, parameterized.TestCase):
@@ -99,7 +70,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
     # tensorflow-io hands these samples over as float32 bit patterns (tiny or NaN values).
     self.add_pair("a.wav", 48000, "wav32")
     samples, rate = audio.load(os.path.join(self.clean_dir, "a.wav"))
-    self.assertEqual((rate, audio.wav_format(os.path.join(self.clean_dir, "a.wav"))),
+    self.assertEqual((rate, decoders.wav_format(os.path.join(self.clean_dir, "a.wav"))),
                      (48000, (1, 32)))
     self.assertAllClose(samples, sine(1.2, 48000), atol=1e-6)
     clean = self.read(self.run_prepare())

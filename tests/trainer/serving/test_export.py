@@ -2,7 +2,6 @@
 
 import json
 import os
-import struct
 import types
 from unittest import mock
 
@@ -28,16 +27,6 @@ DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth
 MASK_DESCRIPTION = dict(architecture="mask", model=dict(hidden=8, depth=2, kernel_size=3,
                                                         causal=False),
                         sample_rate=8000, seed=3)
-
-
-def write_float_wav(path, signal, rate):
-  """A 32-bit float WAV, which can hold NaN and samples beyond full scale."""
-  raw = np.asarray(signal, "<f4").tobytes()
-  fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-  body = (b"WAVEfmt " + struct.pack("<I", len(fmt)) + fmt + b"data"
-          + struct.pack("<I", len(raw)) + raw)
-  with open(path, "wb") as f:
-    f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
 def kept(model, x, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP):
@@ -177,7 +166,7 @@ class ExportTest(tf.test.TestCase):
     signal[rate // 2] = np.nan
     signal[2 * rate:] *= 10.0  # beyond full scale in a float WAV
     input_path = os.path.join(self.out_dir, "damaged.wav")
-    write_float_wav(input_path, signal, rate)
+    helpers.write_audio(input_path, signal, rate, "float")
     output_path = os.path.join(self.out_dir, "enhanced.wav")
     with self.assertLogs(level="WARNING") as logs:
       denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
@@ -355,7 +344,7 @@ class EnhanceTest(tf.test.TestCase):
     rate = 8000
     signal = np.random.default_rng(3).uniform(-0.5, 0.5, size=7 * rate + 123).astype(np.float32)
     path = os.path.join(self.create_tempdir().full_path, "long.wav")
-    write_float_wav(path, signal, rate)
+    helpers.write_audio(path, signal, rate, "float")
     halve = types.SimpleNamespace(sample_rate=tf.constant(rate),
                                   denoise_keeping=lambda x, *shares: 0.5 * x.numpy())
     read = []
