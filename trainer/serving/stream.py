@@ -24,6 +24,7 @@ from trainer.models import unet as unet_lib
 from trainer.serving import kept_input
 from trainer.serving import mask_step
 from trainer.serving import stream_step
+from trainer.serving import tflite_runtime
 from trainer.serving import unet_step
 
 # step(samples [hop], state [size]) -> (output [hop], state [size])
@@ -77,9 +78,9 @@ class Streamer:
   @classmethod
   def from_tflite(cls, path: str, *, num_threads: Optional[int] = None) -> "Streamer":
     """The stream of a .tflite file that `trainer.export --format=tflite` wrote, run by
-    TFLite's interpreter (its default delegates included) on `num_threads` threads."""
-    runner = tf.lite.Interpreter(model_path=path,
-                                 num_threads=num_threads).get_signature_runner()
+    LiteRT or tf.lite (`tflite_runtime`, default delegates included) on `num_threads`
+    threads."""
+    runner = tflite_runtime.interpreter(path, num_threads=num_threads).get_signature_runner()
     inputs = runner.get_input_details()
     return cls._from_signature(
         lambda samples, state: runner(samples=np.asarray(samples, np.float32),

@@ -2,6 +2,7 @@
 
 import json
 import os
+from unittest import mock
 
 from absl.testing import parameterized
 import numpy as np
@@ -17,6 +18,7 @@ from trainer.serving import denoise
 from trainer.serving import kept_input
 from trainer.serving import stream
 from trainer.serving import tflite
+from trainer.serving import tflite_runtime
 
 
 def description(causal=True):
@@ -36,7 +38,7 @@ def run_dir(directory, causal=True):
 
 def builtin_only(path):
   """The ops of a .tflite file that are not TFLite builtins (Flex or custom)."""
-  ops = {op["op_name"] for op in tf.lite.Interpreter(model_path=path)._get_ops_details()}  # pylint: disable=protected-access
+  ops = {op["op_name"] for op in tflite_runtime.interpreter(path)._get_ops_details()}  # pylint: disable=protected-access
   return sorted(op for op in ops if op.startswith("Flex") or op == "CUSTOM")
 
 
@@ -79,6 +81,23 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
     offline = kept_input.enhance(model, tf.constant(signal[None]), rate, kept_input.KEEP,
                                  kept_input.PRESENCE_KEEP)[0]
     self.assertAllClose(out, offline, atol=1e-4, rtol=0)
+
+  def test_litert_and_tf_lite_stream_a_file_alike(self):
+    if tflite_runtime.name() != tflite_runtime.LITERT:
+      self.skipTest("ai-edge-litert is not installed here (pip install -e '.[litert]'), so "
+                    "tf.lite's interpreter runs every file in this suite")
+    model = card_lib.ModelCard.from_json(description()).build()
+    path = os.path.join(self.create_tempdir().full_path, "step.tflite")
+    with open(path, "wb") as f:
+      f.write(tflite.convert(model))
+    signal = np.random.default_rng(5).uniform(-0.5, 0.5, 8000).astype(np.float32)
+    outputs = []
+    for runtime in (tflite_runtime.LITERT, tflite_runtime.TF_LITE):
+      with mock.patch.object(tflite_runtime, "name", lambda runtime=runtime: runtime):
+        streamer = stream.Streamer.from_tflite(path)
+        outputs.append(np.concatenate([streamer.feed(signal), streamer.flush()]))
+    self.assertAllClose(*outputs, atol=1e-6, rtol=0)
+    self.assertGreater(np.abs(outputs[0]).max(), 0.01)
 
   @parameterized.parameters("mask", "unet")
   def test_dynamic_range_int8_keeps_40_db_and_needs_a_power_of_two_fft(self, architecture):
