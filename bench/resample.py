@@ -16,15 +16,16 @@ import math
 import numpy as np
 import scipy.signal
 import tensorflow as tf
-import tensorflow_io as tfio
 
 from bench import timing
 from input import audio
+from input import decoders
 
 PAIRS = ((48000, 16000), (44100, 16000), (16000, 48000), (22050, 48000), (48000, 44100))
 
 
 def _tfio(signal, rate_in, rate_out):
+  import tensorflow_io as tfio  # pylint: disable=g-import-not-at-top
   return tfio.audio.resample(tf.constant(signal, tf.float32)[:, None], rate_in=rate_in,
                              rate_out=rate_out).numpy()[:, 0]
 
@@ -50,8 +51,9 @@ RESAMPLERS = {
     "soxr VHQ (this project)": audio.resample,
     "scipy resample_poly": lambda x, a, b: scipy.signal.resample_poly(
         x, b // math.gcd(a, b), a // math.gcd(a, b)).astype(np.float32),
-    "tensorflow-io": tfio_aligned,
 }
+if decoders.problem(decoders.TENSORFLOW_IO) is None:  # its compiled ops load (TF 2.16/2.17)
+  RESAMPLERS["tensorflow-io"] = tfio_aligned
 
 
 def passband_error_db(resample, rate_in, rate_out, seconds=5.0):
@@ -85,6 +87,8 @@ def main():
   print(timing.machine())
   print("Passband error against exact values, dB (lower is better)")
   print(timing.table(["pair", *RESAMPLERS], accuracy))
+  if "tensorflow-io" not in RESAMPLERS:
+    print(f"tensorflow-io: not measured, {decoders.problem(decoders.TENSORFLOW_IO)}")
   print(f"\nSpeed, x real time ({args.seconds:g} s mono float32, median of {args.runs})")
   print(timing.table(["pair", *RESAMPLERS], speed))
 
