@@ -178,8 +178,7 @@ def prepare_rooms(output_dir: str, *, split: str, input_dir: Optional[str] = Non
   taps, _ = _segment_samples(sample_rate, rir_seconds, None, name="rir_seconds")
   records.tfrecord_compression(compression)
   names = find_audio(input_dir, "input_dir") if input_dir is not None else []
-  if names:
-    meter = progress.Progress(f"prepare {split} (rooms)", len(names) + simulated_rooms, "rooms")
+  meter = progress.Progress(f"prepare {split} (rooms)", len(names) + simulated_rooms, "rooms")
   with records.ShardWriter(output_dir, split, num_shards=num_shards, sample_rate=sample_rate,
                            segment_samples=taps, compression=compression,
                            overwrite=overwrite, kind="rir") as writer:

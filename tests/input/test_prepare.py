@@ -227,6 +227,12 @@ class SourcesAndRoomsTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "No rooms: pass --input_dir"):
       prepare.prepare_rooms(self.output_dir, split="none")
 
+  def test_simulated_rooms_alone_need_no_input_dir(self):
+    manifest = prepare.prepare_rooms(self.output_dir, split="rooms", simulated_rooms=2,
+                                     sample_rate=8000, rir_seconds=0.1)
+    self.assertEqual((manifest.kind, manifest.num_examples, manifest.segment_samples),
+                     ("rir", 2, 800))
+
   @pytest.mark.end_to_end
   def test_the_command_builds_a_store_of_measured_rooms_alone(self):
     rir_dir = os.path.join(self.root, "rirs")
