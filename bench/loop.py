@@ -1,12 +1,19 @@
-"""Benchmark: this project's training step vs Keras 3 `model.fit`, same model, data and strategy.
+"""Benchmark: this project's training step vs tf_keras `model.fit`, same model, data and strategy.
 
 Cases, each on MirroredStrategy over 2 logical CPU devices and on one device:
-  this step, steps_per_loop=1 / 20; Keras fit, steps_per_execution=20.
-The model is a small Keras 3 Conv1D stack (so host overhead shows), trained
+  this step, steps_per_loop=1 / 20; tf_keras fit, steps_per_execution=20.
+The model is a small tf_keras Conv1D stack (so host overhead shows), trained
 with AdamW and an L1 loss on in-memory data. XLA is on where fit can use it
 (one device) and off where it cannot (mirrored) for both loops alike; one more
 row shows this step with XLA on under the mirrored strategy too.
 
+Needs tf-keras of the installed TensorFlow's minor version, installed by hand
+(pip install 'tf-keras~=2.17.0' beside TF 2.17): not an extra, since tf-keras
+requires the `tensorflow` distribution and would put a second TensorFlow beside
+tensorflow-cpu. Keras 3's fit cannot stand in: with steps_per_execution under
+MirroredStrategy it fails on its first call ("You must feed a value for
+placeholder tensor ... multi_step_on_iterator"; Keras 3.10 and 3.15, measured
+here).
 Run: python -m bench.loop [--runs 5] [--steps 200]
 """
 
@@ -17,7 +24,6 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # pylint: disable=g-import-not-at-top
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -29,13 +35,14 @@ TIME, PER_REPLICA_BATCH = 1024, 8
 
 
 def build_model():
-  return keras.Sequential([
-      keras.Input((TIME,)),
-      keras.layers.Reshape((TIME, 1)),
-      keras.layers.Conv1D(16, 9, padding="same", activation="relu"),
-      keras.layers.Conv1D(16, 9, padding="same", activation="relu"),
-      keras.layers.Conv1D(1, 9, padding="same"),
-      keras.layers.Reshape((TIME,))])
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  model = tf_keras.Sequential([
+      tf_keras.layers.Reshape((TIME, 1), input_shape=(TIME,)),
+      tf_keras.layers.Conv1D(16, 9, padding="same", activation="relu"),
+      tf_keras.layers.Conv1D(16, 9, padding="same", activation="relu"),
+      tf_keras.layers.Conv1D(1, 9, padding="same"),
+      tf_keras.layers.Reshape((TIME,))])
+  return model
 
 
 def data():
@@ -69,16 +76,17 @@ def this_step(strategy, steps_per_loop, jit_compile, accumulate_steps=1, ema_dec
 
 
 def keras_fit(strategy, steps_per_execution):
-  """Returns `run(steps)` for Keras model.fit.
+  """Returns `run(steps)` for tf_keras model.fit.
 
   fit's jit_compile wraps the function around strategy.run and fails under
   MirroredStrategy ("Trying to access resource ... replica_1 ... from device
   CPU:0", measured here), so XLA is on for one device only.
   """
+  import tf_keras  # pylint: disable=g-import-not-at-top
   jit = not isinstance(strategy, tf.distribute.MirroredStrategy)
   with strategy.scope():
     model = build_model()
-    model.compile(optimizer=keras.optimizers.AdamW(1e-3, weight_decay=0.01), loss="mae",
+    model.compile(optimizer=tf_keras.optimizers.AdamW(1e-3, weight_decay=0.01), loss="mae",
                   steps_per_execution=steps_per_execution, jit_compile=jit)
   noisy, clean = data()
   dataset = tf.data.Dataset.from_tensor_slices((noisy, clean)).repeat().batch(
@@ -106,7 +114,7 @@ def main():
                s, 5, keras_jit(s), accumulate_steps=4),
            "this step, steps_per_loop=20, EMA 0.999": lambda s: this_step(
                s, 20, keras_jit(s), ema_decay=0.999),
-           "keras fit, steps_per_execution=20": lambda s: keras_fit(s, 20)}
+           "tf_keras fit, steps_per_execution=20": lambda s: keras_fit(s, 20)}
   rows = []
   for strategy_name, strategy in strategies.items():
     built = {name: make(strategy) for name, make in cases.items()}
@@ -120,7 +128,7 @@ def main():
         times[name].append(time.perf_counter() - start)
     examples = args.steps * PER_REPLICA_BATCH * strategy.num_replicas_in_sync
     rates = {name: examples / statistics.median(t) for name, t in times.items()}
-    keras = rates["keras fit, steps_per_execution=20"]
+    keras = rates["tf_keras fit, steps_per_execution=20"]
     for name, rate in rates.items():
       rows.append((strategy_name, name, rate, rate / keras,
                    rate / rates["this step, steps_per_loop=1"]))
