@@ -20,9 +20,6 @@ from input import audio
 from input import decoders
 
 RATE = 48000
-FORMATS = {"WAV 16-bit": ("WAV", "PCM_16"), "WAV 24-bit": ("WAV", "PCM_24"),
-           "WAV 32-bit": ("WAV", "PCM_32"), "WAV float": ("WAV", "FLOAT"),
-           "FLAC 16-bit": ("FLAC", "PCM_16"), "FLAC 24-bit": ("FLAC", "PCM_24")}
 
 
 def read_whole(path, decoder):
@@ -45,7 +42,7 @@ def main():
   signal = 0.3 * np.random.default_rng(0).standard_normal(int(args.seconds * RATE))
   rows = []
   with tempfile.TemporaryDirectory() as directory:
-    for name, (container, subtype) in FORMATS.items():
+    for name, (container, subtype) in decoders.FORMATS.items():
       path = os.path.join(directory, f"x.{container.lower()}")
       soundfile.write(path, np.clip(signal, -1, 1), RATE, subtype=subtype, format=container)
       row = [name]

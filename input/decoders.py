@@ -13,6 +13,10 @@ import tensorflow as tf
 
 TENSORFLOW_IO, SOUNDFILE = "tensorflow-io", "soundfile"
 DECODERS = (TENSORFLOW_IO, SOUNDFILE)  # the order of preference
+# What every decoder reads (the README's promise): kind -> (container, soundfile subtype).
+FORMATS = {"wav8": ("WAV", "PCM_U8"), "wav16": ("WAV", "PCM_16"), "wav24": ("WAV", "PCM_24"),
+           "wav32": ("WAV", "PCM_32"), "float": ("WAV", "FLOAT"),
+           "flac": ("FLAC", "PCM_16"), "flac24": ("FLAC", "PCM_24")}
 
 
 class AudioError(ValueError):

@@ -16,6 +16,7 @@ import numpy as np
 import soundfile
 import tensorflow as tf
 
+from input import decoders
 from input import records
 from trainer import optim
 from trainer import step as step_lib
@@ -209,10 +210,7 @@ def saved_run(directory, values=(1.0, 2.0, 3.0)):
   return manager
 
 
-# The formats the README promises: kind -> (container, sample type).
-AUDIO_KINDS = {"wav8": ("WAV", "PCM_U8"), "wav16": ("WAV", "PCM_16"), "wav24": ("WAV", "PCM_24"),
-               "wav32": ("WAV", "PCM_32"), "float": ("WAV", "FLOAT"),
-               "flac": ("FLAC", "PCM_16"), "flac24": ("FLAC", "PCM_24")}
+AUDIO_KINDS = decoders.FORMATS
 
 
 def write_audio(path, signal, rate, kind="wav16"):
