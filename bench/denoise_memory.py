@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from bench import timing
 from trainer.models import card as card_lib
-from trainer.serving import export
+from trainer.serving import saved_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,7 +47,7 @@ def small_export(directory: str) -> str:
   card = card_lib.ModelCard.create("mask", sample_rate=16000, hidden=16, depth=2)
   card.write(model_dir)
   tf.train.Checkpoint(model=card.build()).save(os.path.join(model_dir, "checkpoints", "ckpt"))
-  return export.export(model_dir, os.path.join(directory, "exported"))
+  return saved_model.export(model_dir, os.path.join(directory, "exported"))
 
 
 def main():

@@ -30,9 +30,10 @@ from bench import timing  # pylint: disable=g-import-not-at-top
 from input import heldout  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import perceptual  # pylint: disable=g-import-not-at-top
-from trainer.serving import denoise  # pylint: disable=g-import-not-at-top
+from trainer.serving import file_denoising  # pylint: disable=g-import-not-at-top
 from trainer.serving import pipe  # pylint: disable=g-import-not-at-top
-from trainer.serving import stream  # pylint: disable=g-import-not-at-top
+from trainer.serving import saved_model  # pylint: disable=g-import-not-at-top
+from trainer.serving import streamer  # pylint: disable=g-import-not-at-top
 
 SNRS_DB = (0, 5, 10)
 STREAM_BLOCK = 4096  # samples fed to a stream at a time (its output does not depend on it)
@@ -48,10 +49,10 @@ def methods(saved_models, baselines: bool = True, stream_models=()):
     out["noisereduce-stationary"] = lambda x, rate: noisereduce.reduce_noise(
         y=x, sr=rate, stationary=True).astype(np.float32)
   for name, path in saved_models:
-    module = denoise.load(path)
-    out[name] = lambda x, rate, m=module: denoise.denoise_signal(m, x, rate)
+    module = saved_model.load_export(path)
+    out[name] = lambda x, rate, m=module: file_denoising.denoise_signal(m, x, rate)
   for name, path in stream_models:
-    module = denoise.load(path)
+    module = saved_model.load_export(path)
     out[name] = lambda x, rate, m=module: streamed(m, x, rate)
   return out
 
@@ -59,7 +60,7 @@ def methods(saved_models, baselines: bool = True, stream_models=()):
 def streamed(module, signal: np.ndarray, rate: int) -> np.ndarray:
   """`signal` through `trainer.stream`'s path: soxr's streaming resamplers around the
   export's stream step, fed STREAM_BLOCK samples at a time."""
-  through = pipe.Pipe(stream.Streamer.from_saved_model(module), rate=rate,
+  through = pipe.Pipe(streamer.Streamer.from_saved_model(module), rate=rate,
                       model_rate=int(module.sample_rate.numpy()))
   blocks = [through.feed(signal[start:start + STREAM_BLOCK])
             for start in range(0, len(signal), STREAM_BLOCK)]

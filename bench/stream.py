@@ -2,7 +2,7 @@
 
 The streaming flagfile's model (the default mask model, causal) and the GPU
 flagfiles' U-Net trained causal, at 16 and 48 kHz, streamed hop (or block) by
-hop through `trainer.serving.stream.Streamer` from Python: the TensorFlow step
+hop through `trainer.serving.streamer.Streamer` from Python: the TensorFlow step
 (as `trainer.stream` runs it) and the TFLite files (`trainer.export
 --format=tflite`, float and `--quantize=dynamic` where the model allows it),
 run by TFLite's interpreter with its default delegates. Whole clips at once
@@ -40,8 +40,8 @@ from bench import timing  # pylint: disable=g-import-not-at-top
 from input import audio  # pylint: disable=g-import-not-at-top
 from trainer.models import mask  # pylint: disable=g-import-not-at-top
 from trainer.models import unet  # pylint: disable=g-import-not-at-top
-from trainer.serving import export  # pylint: disable=g-import-not-at-top
-from trainer.serving import stream  # pylint: disable=g-import-not-at-top
+from trainer import run_dir  # pylint: disable=g-import-not-at-top
+from trainer.serving import streamer as streamer_lib  # pylint: disable=g-import-not-at-top
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
 
 RATES = (16000, 48000)
@@ -64,7 +64,7 @@ print((time.perf_counter() - start) / seconds, streamer.stride)
 """
 
 
-def streamed_seconds(streamer: stream.Streamer, signal: np.ndarray) -> float:
+def streamed_seconds(streamer: streamer_lib.Streamer, signal: np.ndarray) -> float:
   """Wall time to stream `signal` hop by hop (after one untimed hop: tracing)."""
   streamer.feed(signal[:streamer.hop])
   streamer.reset()
@@ -84,7 +84,7 @@ def int8_snr(float_path: str, int8_path: str, speech: np.ndarray) -> float:
   """Output SNR (dB) of the int8 file against the float file on `speech`."""
   outs = []
   for path in (float_path, int8_path):
-    streamer = stream.Streamer.from_tflite(path, num_threads=1)
+    streamer = streamer_lib.Streamer.from_tflite(path, num_threads=1)
     outs.append(np.concatenate([streamer.feed(speech), streamer.flush()]).astype(np.float64))
   return 10 * np.log10(np.sum(outs[0] ** 2) / np.sum((outs[0] - outs[1]) ** 2))
 
@@ -92,7 +92,7 @@ def int8_snr(float_path: str, int8_path: str, speech: np.ndarray) -> float:
 def stream_rows(name: str, model, rate: int, signal: np.ndarray, seconds: float,
                 work_dir: str, speech):
   """A causal model's rows: TF step, TFLite float and (where it can) int8."""
-  step = stream.step_for(model)
+  step = streamer_lib.step_for(model)
   state = f"{4 * step.state_size / 1024:.0f} KiB"
   latency = f"{1e3 * step.latency / rate:.1f}"
   paths = {}
@@ -100,12 +100,12 @@ def stream_rows(name: str, model, rate: int, signal: np.ndarray, seconds: float,
     paths[quantize] = os.path.join(work_dir, f"{name}-{rate}-{quantize}.tflite")
     with open(paths[quantize], "wb") as f:
       f.write(tflite.convert(model, quantize=quantize))
-  streamers = [("TF step", stream.Streamer.for_model(model), "-", "-")]
+  streamers = [("TF step", streamer_lib.Streamer.for_model(model), "-", "-")]
   for quantize, path in paths.items():
     snr = (f"{int8_snr(paths['none'], path, speech):.1f}"
            if quantize != "none" and speech is not None else "-")
     streamers.append(("TFLite float" if quantize == "none" else "TFLite int8 (dynamic)",
-                      stream.Streamer.from_tflite(path, num_threads=1),
+                      streamer_lib.Streamer.from_tflite(path, num_threads=1),
                       f"{os.path.getsize(path) / 2**20:.1f} MB", snr))
   rows = []
   for how, streamer, size, snr in streamers:
@@ -120,7 +120,7 @@ def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
   signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
       np.float32)
   if model_dir and rate == 16000:
-    streaming = export.restore_model(model_dir)[0]
+    streaming = run_dir.restore_model(model_dir)[0]
   else:
     streaming = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
   gpu_unet = unet.UNet(sample_rate=rate, causal=True, **GPU_UNET)
@@ -157,7 +157,7 @@ def transform_choices(seconds: float, work_dir: str):
       path = os.path.join(work_dir, f"choice-{model.window}-{model.fft_length}-{quantize}")
       with open(path, "wb") as f:
         f.write(tflite.convert(model, quantize=quantize))
-      took = streamed_seconds(stream.Streamer.from_tflite(path, num_threads=1), signal)
+      took = streamed_seconds(streamer_lib.Streamer.from_tflite(path, num_threads=1), signal)
       rows.append([name, quantize, f"{1e3 * (model.window - 1) / rate:.1f}",
                    f"{model.fft_length // 2 + 1}", f"{took / seconds:.4f}",
                    f"{os.path.getsize(path) / 2**20:.1f} MB"])

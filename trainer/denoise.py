@@ -1,4 +1,4 @@
-"""The denoise command: an audio file of any length and sample rate through an exported SavedModel (the work is trainer.serving.denoise's).
+"""The denoise command: an audio file of any length and sample rate through an exported SavedModel (the work is trainer.serving.file_denoising's).
 
 Run: python -m trainer.denoise --saved_model=exported/cpu --input=noisy.wav --output=enhanced.wav
 """
@@ -7,7 +7,7 @@ from absl import app
 from absl import flags
 
 from common import cli
-from trainer.serving import denoise
+from trainer.serving import file_denoising
 
 FLAGS = flags.FLAGS
 
@@ -15,11 +15,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   with cli.one_line_errors("trainer.denoise"):
-    samples = denoise.denoise_file(FLAGS.saved_model, FLAGS.input, FLAGS.output,
-                           chunk_seconds=FLAGS.chunk_seconds,
-                           overlap_seconds=FLAGS.overlap_seconds,
-                           overwrite=FLAGS.overwrite, keep_input=FLAGS.keep_input,
-                           keep_presence=FLAGS.keep_presence)
+    samples = file_denoising.denoise_file(
+        FLAGS.saved_model, FLAGS.input, FLAGS.output, chunk_seconds=FLAGS.chunk_seconds,
+        overlap_seconds=FLAGS.overlap_seconds, overwrite=FLAGS.overwrite,
+        keep_input=FLAGS.keep_input, keep_presence=FLAGS.keep_presence)
   print(f"Wrote {FLAGS.output} ({samples} samples)")
 
 

@@ -1,4 +1,4 @@
-"""The export command: a trained run as a SavedModel, or a causal model's stream step as TFLite (the work is trainer.serving.export's and trainer.serving.tflite's).
+"""The export command: a trained run as a SavedModel, or a causal model's stream step as TFLite (the work is trainer.serving.saved_model's and trainer.serving.tflite's).
 
 Run: python -m trainer.export --model_dir=runs/cpu --output=exported/cpu
      python -m trainer.export --model_dir=runs/causal --format=tflite --output=exported/causal.tflite
@@ -9,9 +9,9 @@ from absl import app
 from absl import flags
 
 from common import cli
+from ops import kept_input
 from trainer import run_dir
-from trainer.serving import export
-from trainer.serving import kept_input
+from trainer.serving import saved_model
 from trainer.serving import tflite
 
 FLAGS = flags.FLAGS
@@ -19,7 +19,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  write, options = export.export, {}
+  write, options = saved_model.export, {}
   if FLAGS.format == "tflite":
     write, options = tflite.export, dict(quantize=FLAGS.quantize)
   with cli.one_line_errors("trainer.export", run_dir.CheckpointError):
@@ -44,7 +44,7 @@ if __name__ == "__main__":
                     "for models whose FFT length is a power of two, e.g. 16 kHz). Its "
                     "size, speed and precision: BENCHMARKS.md.")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it holds an earlier export.")
-  flags.DEFINE_enum("weights", "auto", list(export.WEIGHTS), "ema: the run's moving average of "
+  flags.DEFINE_enum("weights", "auto", list(run_dir.WEIGHTS), "ema: the run's moving average of "
                     "the weights (--ema_decay); raw: the trained weights; auto: ema if the "
                     "run kept one.")
   flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "

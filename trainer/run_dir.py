@@ -1,12 +1,16 @@
-"""A run's model_dir as serving reads it: where its checkpoints and its best checkpoint live, and restoring one (the newest intact, or a named one, every variable matched)."""
+"""A run's model_dir read back, by training and serving alike: where its checkpoints live, restoring one (the newest intact, the best, or a named one, every variable matched), and the trained model in it (raw or averaged weights) without the optimizer."""
 
 import os
-from typing import Callable, Optional
+import re
+from typing import Callable, Optional, Sequence
 
 from absl import logging
 import tensorflow as tf
 
+from common import checks
 from common import files
+from trainer.models import card as card_lib
+from trainer.models import contract
 
 BEST_DIR = "best"  # the best checkpoint by an eval metric (trainer.loop.best keeps it)
 CHECKPOINT_DIR = "checkpoints"
@@ -100,3 +104,99 @@ def restore_run(checkpoint: tf.train.Checkpoint, model_dir: str) -> Optional[str
   """Restores the newest intact checkpoint of the run in `model_dir` (its `checkpoints/`);
   returns its path, or None if there is none."""
   return restore_newest_intact(checkpoint, os.path.join(model_dir, CHECKPOINT_DIR))
+
+
+class WeightAverage(tf.Module):
+  """The moving average of a model's weights as a run's checkpoint holds it (under `ema`:
+  trainer.optim.ExponentialMovingAverage's `average`, one per variable in order), to read
+  it back without the optimizer."""
+
+  def __init__(self, variables: Sequence[tf.Variable]):
+    super().__init__()
+    self.average = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+
+WEIGHTS = ("auto", "ema", "raw")
+
+
+def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "latest"):
+  """`(model, sample_rate, weights used)` from a checkpoint of the run in `model_dir`.
+
+  `weights`: ema (the moving average; an error if the run kept none), raw (the
+  trained weights), or auto (the average if there is one). `checkpoint`: latest
+  (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
+  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000). Every variable of
+  the model must be in the checkpoint.
+  """
+  checks.one_of("weights", weights, WEIGHTS)
+  card = card_lib.ModelCard.read(model_dir)
+  model = card.build()
+  restored = _restore(model, model_dir, checkpoint)
+  has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
+  if weights == "ema" and not has_average:
+    raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
+                     "--ema_decay, or export --weights=raw.")
+  if has_average and weights != "raw":
+    variables = contract.tf_variables(model)
+    average = WeightAverage(variables)
+    restore(tf.train.Checkpoint(ema=average), restored, partial=True)
+    for variable, value in zip(variables, average.average):
+      variable.assign(value)
+    return model, card.sample_rate, "ema"
+  return model, card.sample_rate, "raw"
+
+
+def _restore(model: tf.Module, model_dir: str, checkpoint: str) -> str:
+  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `model`; its path."""
+  state = tf.train.Checkpoint(model=model)
+  if checkpoint not in ("latest", "best"):
+    path = checkpoint_prefix(checkpoint)
+    missing = missing_variables(model, path)
+    if missing:
+      total = len(model.trainable_variables)
+      raise CheckpointError(
+          f"--checkpoint={checkpoint} lacks {len(missing)} of the model's {total} variables "
+          f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): it is not a "
+          f"checkpoint of the model in {model_dir}. Pass one of that run's checkpoints.")
+    try:
+      restore(state, path, partial=True)
+    except UNREADABLE as e:
+      raise CheckpointError(f"--checkpoint={checkpoint} cannot be restored "
+                                        f"({files.reason(e)}).") from None
+    return path
+  directory = os.path.join(model_dir, BEST_DIR if checkpoint == "best"
+                           else CHECKPOINT_DIR)
+  restored = restore_newest_intact(state, directory, partial=True)
+  if restored is None:
+    hint = "train with --keep_best=METRIC" if checkpoint == "best" else "train first"
+    raise FileNotFoundError(f"No checkpoint in {directory}: {hint}.")
+  return restored
+
+
+def missing_variables(model: tf.Module, path: str) -> list:
+  """The variables of `model` (a tf.Module, saved as `model=`) that the checkpoint at `path`
+  does not hold, by their paths in the model."""
+  held = {name for name, _ in tf.train.list_variables(path)}
+  paths = ["/".join(map(str, where)) for where, _ in model._flatten(  # pylint: disable=protected-access
+      predicate=lambda v: isinstance(v, tf.Variable), with_path=True)]
+  return [p for p in paths if f"model/{p}/.ATTRIBUTES/VARIABLE_VALUE" not in held]
+
+
+def checkpoint_prefix(path: str) -> str:
+  """The checkpoint prefix `path` names: itself, or without the `.index` / `.data-*` file
+  ending a user may pass (said in the log).
+
+  Raises:
+    CheckpointError: there is no checkpoint at that prefix.
+  """
+  prefix = re.sub(r"\.(index|data-\d+-of-\d+)$", "", path)
+  if prefix != path:
+    logging.info("--checkpoint=%s is a file of checkpoint %s: exporting that checkpoint.",
+                 path, prefix)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise CheckpointError(
+        f"--checkpoint={path} is not a checkpoint (there is no {prefix}.index): pass latest, "
+        "best, or a checkpoint prefix such as runs/x/checkpoints/ckpt-2000.")
+  return prefix
+
+

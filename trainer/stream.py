@@ -19,9 +19,9 @@ from absl import flags
 from common import cli
 from common import files
 from input import audio
-from trainer.serving import denoise
 from trainer.serving import pipe
-from trainer.serving import stream
+from trainer.serving import saved_model as saved_model_lib
+from trainer.serving import streamer
 
 FLAGS = flags.FLAGS
 BLOCK_SECONDS = 0.01  # read at most this much at a time
@@ -30,10 +30,10 @@ BLOCK_SECONDS = 0.01  # read at most this much at a time
 def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
         seekable_output: bool = False, extend_band: bool = True) -> pipe.Pipe:
   """Streams `source` (a binary stream) through the export into `sink`; returns the pipe."""
-  loaded = denoise.load(saved_model)
-  streamer = stream.Streamer.from_saved_model(loaded)
+  loaded = saved_model_lib.load_export(saved_model)
+  stream = streamer.Streamer.from_saved_model(loaded)
   rate = raw_rate or pipe.read_wav_header(source)
-  through = pipe.Pipe(streamer, rate=rate, model_rate=int(loaded.sample_rate),
+  through = pipe.Pipe(stream, rate=rate, model_rate=int(loaded.sample_rate),
                       keep_input=float(loaded.keep_input), extend_band=extend_band)
   if not raw_output:
     sink.write(audio.wav16_header(rate))

@@ -1,10 +1,15 @@
-"""Layers the models share: 1-D convolutions (optionally causal), transposed convolution, GLU.
+"""Layers the models share, each with its offline form and, for streaming, its step: 1-D convolutions (optionally causal), transposed convolution, GLU.
 
 Plain tf.Modules with float32 variables that compute in their input's dtype
 (bfloat16 under mixed precision), initialised from a stateless seed. They train
 on every CPU: TensorFlow's stock (Eigen) CPU kernels, which run wherever oneDNN
 is off, refuse the gradient of a natively dilated convolution, so dilations go
 through space-to-batch (`tf.nn.convolution`), measured in BENCHMARKS.md.
+
+A causal layer's `step` takes the next frames of one stream (`[frames,
+channels]`, no batch) and its state, and returns its output for them and the
+new state (shape `state_shape`, zeros before the first frame): concatenated
+over any split of a signal into steps, the outputs equal the offline layer's.
 """
 
 import math
@@ -39,7 +44,7 @@ class Conv1D(tf.Module):
     kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
     padding = "SAME"
     if self.causal and self.kernel_size > 1:
-      x = tf.pad(x, [[0, 0], [(self.kernel_size - 1) * self.dilation, 0], [0, 0]])
+      x = tf.pad(x, [[0, 0], [self.history, 0], [0, 0]])
       padding = "VALID"
     # tf.nn.convolution computes a dilated convolution by space-to-batch (plain
     # convolutions), which every backend can differentiate; tf.nn.conv1d would not.
@@ -47,14 +52,29 @@ class Conv1D(tf.Module):
 
   @property
   def history(self) -> int:
-    """Frames before the current one that a causal output sees."""
+    """Input frames before the current ones that a causal output sees."""
     return (self.kernel_size - 1) * self.dilation
 
-  def last(self, x):
-    """The causal output at the last of `x`'s `history + 1` frames, `[batch, out]`: one
-    frame of a stream."""
+  @property
+  def state_shape(self) -> list:
+    """The step's state: the latest `history` input frames."""
+    return [self.history, self.kernel.shape[1]]
+
+  def step(self, x, history):
+    """The causal outputs for the next input frames `x` `[frames, in]` (a whole number of
+    strides) after `history`; returns `(outputs [frames / stride, out], new history)`. One
+    matrix product over the taps, which TFLite runs with builtin ops."""
     kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
-    return tf.einsum("btc,tco->bo", x[:, ::self.dilation], kernel) + bias
+    frames = x.shape[0]
+    if frames % self.stride:
+      raise ValueError(f"A step of a stride-{self.stride} Conv1D takes whole strides, not "
+                       f"{frames} frames.")
+    seen = tf.concat([history, x], 0)
+    last = (frames // self.stride - 1) * self.stride + 1  # span of one tap's inputs
+    taps = [seen[k * self.dilation:k * self.dilation + last:self.stride]
+            for k in range(self.kernel_size)]
+    outputs = tf.matmul(tf.concat(taps, -1), tf.reshape(kernel, [-1, kernel.shape[-1]]))
+    return outputs + bias, seen[frames:]
 
 
 class ConvTranspose1D(tf.Module):
@@ -63,6 +83,9 @@ class ConvTranspose1D(tf.Module):
   def __init__(self, in_channels, out_channels, kernel_size, *, stride, causal=False,
                seed=(0, 0), name=None):
     super().__init__(name=name)
+    if kernel_size < stride:
+      raise ValueError(f"ConvTranspose1D's kernel_size ({kernel_size}) must be at least its "
+                       f"stride ({stride}), or outputs between its kernels would be empty.")
     fan_in = in_channels * kernel_size // stride
     self.kernel = tf.Variable(
         uniform_init([kernel_size, out_channels, in_channels], fan_in, seed), name="kernel")
@@ -83,6 +106,22 @@ class ConvTranspose1D(tf.Module):
       y = tf.nn.conv1d_transpose(x, kernel, tf.stack([batch, frames * self.stride, channels]),
                                  self.stride, "SAME")
     return y + bias
+
+  @property
+  def state_shape(self) -> list:
+    """The step's state: the overlap tail the frames so far add to the next outputs."""
+    return [self.kernel_size - self.stride, self.kernel.shape[1]]
+
+  def step(self, x, tail):
+    """The causal outputs for the next frames `x` `[frames, in]` with the overlap `tail` of
+    the frames before; returns `(outputs [frames * stride, out], new tail)`."""
+    kernel, bias = tf.cast(self.kernel, x.dtype), tf.cast(self.bias, x.dtype)
+    frames, stride = x.shape[0], self.stride
+    full = tf.nn.conv1d_transpose(
+        x[None], kernel, [1, (frames - 1) * stride + self.kernel_size, kernel.shape[1]],
+        stride, "VALID")[0]
+    full += tf.pad(tail, [[0, full.shape[0] - tail.shape[0]], [0, 0]])
+    return full[:frames * stride] + bias, full[frames * stride:]
 
 
 def glu(x):

@@ -8,13 +8,22 @@ slowly varying noise from far fewer steps than a waveform model, which is why
 it is the default for short CPU runs (measured in BENCHMARKS.md). Frames are
 set in seconds so one configuration serves every sample rate; FFTs run in
 float32, the convolutions in the input's dtype (bfloat16 under mixed precision).
+A causal one streams a hop at a time (`MaskStep`, composed of its layers'
+steps and a frame STFT from ops.frame_stft); the input it keeps is a floor on
+its gain per bin.
 """
+
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
 from common import checks
+from ops import frame_stft
+from ops import kept_input
 from ops import spectral
 from trainer.models import layers
+from trainer.models import level as level_lib
+from trainer.models import streaming
 
 WINDOW_SECONDS, HOP_SECONDS = 0.032, 0.008
 FLOOR = 1e-4  # lower bound of the mask (-80 dB): keeps a trace of every bin
@@ -75,6 +84,9 @@ class MaskDenoiser(tf.Module):
     # Frames a causal level averages (None: all so far).
     self.level_frames = (max(1, int(round(level_seconds / HOP_SECONDS))) if level_seconds
                          else None)
+    self.sliding_level = level_lib.SlidingMean(self.level_frames)
+    # The frame STFT a TFLite step uses: TFLite's RFFT2D takes powers of two only.
+    self.tflite_transform = frame_stft.for_tflite(self.fft_length)
     # Future input samples each output sample depends on: its frames reach this far ahead.
     self.lookahead = self.window - 1 if causal else None
     bins = self.fft_length // 2 + 1
@@ -86,7 +98,7 @@ class MaskDenoiser(tf.Module):
 
   def __call__(self, noisy, keep=None):
     """The estimate; `keep` (optional, `[bins]` in [0, 1]): a share of the input kept per
-    bin, the gain floored at `G + keep * (1 - G)` (trainer.serving.kept_input)."""
+    bin, the gain floored at `G + keep * (1 - G)` (ops.kept_input)."""
     dtype = noisy.dtype
     noisy32 = tf.cast(noisy, tf.float32)
     length = tf.shape(noisy32)[-1]
@@ -120,13 +132,7 @@ class MaskDenoiser(tf.Module):
   def causal_level(self, frame_level: tf.Tensor) -> tf.Tensor:
     """Each frame's level `[batch, frames, 1]` from its own and earlier frames' levels:
     their mean over the latest `level_frames` (all so far if None)."""
-    count = tf.range(1, tf.shape(frame_level)[1] + 1)
-    if self.level_frames is None:
-      return tf.cumsum(frame_level, axis=1) / tf.cast(count, tf.float32)[:, None]
-    frames = self.level_frames
-    padded = tf.pad(frame_level, [[0, 0], [frames - 1, 0], [0, 0]])
-    sums = tf.nn.avg_pool1d(padded, frames, 1, "VALID") * float(frames)
-    return sums / tf.cast(tf.minimum(count, frames), tf.float32)[:, None]
+    return self.sliding_level(frame_level[..., 0])[..., None]
 
   def log_powers(self, power: tf.Tensor):
     """`(log power per bin, each frame's level [..., 1])` of an STFT's power `|X|^2`."""
@@ -140,3 +146,54 @@ class MaskDenoiser(tf.Module):
     if self.level == "power":
       return tf.maximum(log_power - level, -FEATURE_FLOOR)
     return log_power - level
+
+  def keeping(self, noisy, keep_input, keep_presence) -> tf.Tensor:
+    """The estimate with shares of the input kept as a floor on the gain per bin."""
+    return self(noisy, keep=kept_input.bin_shares(self.fft_length, self.sample_rate,
+                                                  keep_input, keep_presence))
+
+  def stream_step(self, *, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP,
+                  transform: Optional[str] = None) -> "MaskStep":
+    """The stream of this causal model, its frame STFT computed as `transform` (one of
+    ops.frame_stft.KINDS; None: tf.signal's, as the model computes it)."""
+    return MaskStep(self, transform=transform or "fft", keep_input=keep_input,
+                    keep_presence=keep_presence)
+
+
+class MaskStep(streaming.StreamStep):
+  """One hop of a causal `MaskDenoiser` with its state as one vector: the STFT's overlap in
+  and out, the level's state (ops of `SlidingMean`) and each dilated conv's history.
+
+  Its `lead` is the offline model's padding before the first sample, its
+  `latency` the analysis window less one sample. `transform`: how a frame's
+  STFT and its inverse are computed (ops.frame_stft). The shares of the input
+  kept are a floor on the gain, fixed for the stream.
+  """
+
+  def __init__(self, model: MaskDenoiser, *, transform: str, keep_input, keep_presence):
+    self.model = model
+    self._shares = kept_input.bin_shares(model.fft_length, model.sample_rate, keep_input,
+                                         keep_presence)
+    self.hop, self.window = model.hop, model.window
+    self.lead = self.window - self.hop
+    self.latency = self.window - 1
+    self._set_state_shapes([[self.lead], [self.lead]] + model.sliding_level.state_shapes + [
+        block.conv.state_shape for block in model.blocks])
+    self.transform = frame_stft.create(transform, self.window, self.hop, model.fft_length)
+
+  def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    model = self.model
+    in_tail, out_tail, earlier, seen, *histories = self._unpack(state)
+    frame = tf.concat([in_tail, samples], 0)
+    spectrum = self.transform.analyse(frame)
+    log_power, frame_level = model.log_powers(spectrum.power)  # [1, 1, bins], [1, 1, 1]
+    level, earlier, seen = model.sliding_level.step(frame_level[0, 0], earlier, seen)
+    x = model.project_in(model.relative(log_power, level) * 0.1)[0]
+    for i, block in enumerate(model.blocks):
+      y, histories[i] = block.conv.step(x, histories[i])
+      x = x + layers.glu(y)
+    gain = model.mask(x[None], self._shares)
+    enhanced = self.transform.synthesise(spectrum, gain)
+    summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
+    return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], earlier, seen,
+                                          *histories])

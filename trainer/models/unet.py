@@ -7,77 +7,23 @@ normalised by its RMS and rescaled back. The decoder predicts a correction
 added to the (normalised) input, so training starts near the identity instead
 of from random audio. The model
 computes in the dtype of its input (bfloat16 under mixed precision);
-variables stay float32. The GPU flagfiles train it at 48 kHz.
+variables stay float32. The GPU flagfiles train it at 48 kHz. A causal one
+streams a bottleneck frame at a time (`UNetStep`, composed of its layers'
+steps); the input it keeps goes back through `kept_input.ResidualFilter`.
 """
 
-import math
+from typing import Tuple
 
 import tensorflow as tf
 
 from common import checks
+from ops import kept_input
+from trainer.models import attention
 from trainer.models import layers
+from trainer.models import level
+from trainer.models import streaming
 
 RMS_FLOOR = 1e-3  # keeps silence from being amplified without bound
-
-
-class AttentionBlock(tf.Module):
-  """Pre-activation multi-head self-attention + feed-forward, both residual.
-
-  Causal with a `window` (frames), each frame attends to itself and the
-  `window - 1` before it, with a penalty on the logits growing with the
-  distance, one slope per head (no absolute positions, so a stream never
-  meets a position it was not trained at); otherwise sinusoidal positions are
-  added to the input and a causal block attends to every frame so far.
-  """
-
-  def __init__(self, channels, heads, *, causal, window=None, seed, name=None):
-    super().__init__(name=name)
-    self.heads, self.causal = heads, causal
-    self.window = window if causal else None
-    self.qkv = layers.Conv1D(channels, 3 * channels, 1, seed=(seed, 1))
-    self.out = layers.Conv1D(channels, channels, 1, seed=(seed, 3))
-    self.ff1 = layers.Conv1D(channels, 2 * channels, 1, seed=(seed, 5))
-    self.ff2 = layers.Conv1D(2 * channels, channels, 1, seed=(seed, 7))
-
-  @property
-  def slopes(self) -> tf.Tensor:
-    """`[heads]`: how much each head's logits fall per frame of distance."""
-    return tf.constant([2.0 ** (-8.0 * (h + 1) / self.heads) for h in range(self.heads)])
-
-  def __call__(self, x):
-    batch, frames, channels = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
-    if self.window is None:
-      x = x + tf.cast(_positions(frames, channels), x.dtype)
-    q, k, v = tf.split(self.qkv(x), 3, axis=-1)
-    split = lambda t: tf.transpose(  # pylint: disable=g-long-lambda
-        tf.reshape(t, [batch, frames, self.heads, channels // self.heads]), [0, 2, 1, 3])
-    q, k, v = split(q), split(k), split(v)
-    logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) / math.sqrt(
-        channels // self.heads)
-    if self.causal:
-      distance = tf.cast(tf.range(frames)[:, None] - tf.range(frames)[None, :], tf.float32)
-      seen = distance >= 0
-      if self.window is not None:
-        seen &= distance < self.window
-        logits -= self.slopes[:, None, None] * distance
-      logits += (1.0 - tf.cast(seen, tf.float32)) * -1e9
-    attended = tf.matmul(tf.cast(tf.nn.softmax(logits), x.dtype), v)
-    return self.finish(x, tf.reshape(tf.transpose(attended, [0, 2, 1, 3]),
-                                     [batch, frames, channels]))
-
-  def finish(self, x, attended):
-    """The block's output from its input and the heads' attended values `[b, f, c]`."""
-    x = x + self.out(attended)
-    return x + self.ff2(tf.nn.relu(self.ff1(x)))
-
-
-def _positions(frames, channels):
-  """Sinusoidal position encodings `[frames, channels]` (float32)."""
-  position = tf.cast(tf.range(frames), tf.float32)[:, None]
-  rates = tf.exp(-math.log(10000.0) * tf.range(0, channels, 2, tf.float32) / channels)
-  angles = position * rates[None]
-  return tf.reshape(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1),
-                    [frames, -1])[:, :channels]
 
 
 class UNet(tf.Module):
@@ -90,7 +36,7 @@ class UNet(tf.Module):
   normalised by its RMS over the latest `level_seconds` (all so far if 0)
   instead of the clip's. Both windows no longer than the training crop keep a
   stream's attention and level of the kind the model was trained on, and its
-  state bounded (trainer.serving.unet_step).
+  state bounded (`UNetStep`).
   """
 
   def __init__(self, *, sample_rate: int, hidden: int = 16, depth: int = 3,
@@ -117,6 +63,7 @@ class UNet(tf.Module):
     self.stride, self.depth, self.causal = stride, depth, causal
     self.sample_rate, self.kernel_size = sample_rate, kernel_size
     self.lookahead = 0 if causal else None
+    self.tflite_transform = None  # no STFT
     # A causal model's windows: samples of its level, bottleneck frames of its attention
     # (None: everything so far).
     self.level_samples = max(1, int(round(level_seconds * sample_rate))) if (
@@ -124,6 +71,7 @@ class UNet(tf.Module):
     self.attention_frames = max(1, int(round(attention_seconds * sample_rate
                                              / stride ** depth))) if (
                                                  causal and attention_seconds) else None
+    self.level = level.SlidingMean(self.level_samples)
     encoder, decoder = [], []
     channels, width = 1, hidden
     with self.name_scope:
@@ -139,8 +87,8 @@ class UNet(tf.Module):
         channels, width = width, min(int(growth * width), max_hidden)
       # Assigned whole (not mutated in place) so checkpoints and SavedModels track them.
       self.encoder, self.decoder = encoder, decoder[::-1]
-      self.bottleneck = [AttentionBlock(channels, attention_heads, causal=causal,
-                                        window=self.attention_frames,
+      self.bottleneck = [attention.AttentionBlock(channels, attention_heads, causal=causal,
+                                                  window=self.attention_frames,
                                         seed=seed * 1000 + 300 + i)
                          for i in range(attention_layers)]
 
@@ -162,15 +110,7 @@ class UNet(tf.Module):
     `level_samples` (all so far if None) up to each sample."""
     if not self.causal:
       return tf.sqrt(tf.reduce_mean(tf.square(signal), axis=-1, keepdims=True)) + RMS_FLOOR
-    count = tf.range(1, tf.shape(signal)[-1] + 1)
-    if self.level_samples is None:
-      total = tf.cumsum(tf.square(signal), axis=-1)
-    else:  # a difference of running sums, in float64 so that a loud past costs no precision
-      total = tf.cumsum(tf.square(tf.cast(signal, tf.float64)), axis=-1)
-      before = tf.pad(total, [[0, 0], [self.level_samples, 0]])[:, :tf.shape(total)[-1]]
-      total = tf.cast(total - before, tf.float32)
-      count = tf.minimum(count, self.level_samples)
-    return tf.sqrt(total / tf.cast(count, tf.float32)) + RMS_FLOOR
+    return tf.sqrt(self.level(tf.square(signal))) + RMS_FLOOR
 
   def __call__(self, noisy):
     dtype = noisy.dtype
@@ -192,3 +132,62 @@ class UNet(tf.Module):
     correction = tf.cast(x[:, :length, 0], tf.float32)
     enhanced = (noisy32 / rms + correction) * rms
     return tf.cast(enhanced, dtype)
+
+  def keeping(self, noisy, keep_input, keep_presence) -> tf.Tensor:
+    """The output `[batch, time]` (float32) with shares of the input kept through the
+    causal residual filter (`kept_input.ResidualFilter`)."""
+    return kept_input.ResidualFilter(self.sample_rate, keep_input, keep_presence)(
+        self(noisy), noisy)
+
+  def stream_step(self, *, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP,
+                  transform=None) -> "UNetStep":
+    """The stream of this causal U-Net (`transform`: for models with an STFT; None)."""
+    if transform is not None:
+      raise ValueError(f"transform={transform!r}: a U-Net has no STFT to compute.")
+    return UNetStep(self, keep_input=keep_input, keep_presence=keep_presence)
+
+
+class UNetStep(streaming.StreamStep):
+  """`stride ** depth` samples (one bottleneck frame) of a causal `UNet` per call: each
+  layer's step with its state (the level's window, each convolution's history and overlap
+  tail, each attention block's key/value cache) and the kept input's filter history.
+
+  Its latency is that block less one sample (the block's first sample waits
+  for its last); nothing leads.
+  """
+
+  def __init__(self, model: UNet, *, keep_input, keep_presence):
+    if model.level_samples is None or model.attention_frames is None:
+      raise ValueError("This causal U-Net attends to, and normalises by, everything so far, "
+                       "so its stream's state would grow without bound: train it with "
+                       "--level_seconds and --attention_seconds above 0 (the defaults).")
+    self.model = model
+    self._keep = kept_input.ResidualFilter(model.sample_rate, keep_input, keep_presence)
+    self.hop, self.lead = model.time_multiple, 0
+    self.latency = self.hop - 1
+    self._set_state_shapes(
+        model.level.state_shapes + [self._keep.state_shape]
+        + [conv.state_shape for conv, _ in model.encoder]
+        + [upsample.state_shape for _, upsample in model.decoder]
+        + [shape for block in model.bottleneck for shape in block.state_shapes])
+
+  def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    model, depth = self.model, self.model.depth
+    squares, seen, kept, *parts = self._unpack(state)
+    histories, tails, caches = parts[:depth], parts[depth:2 * depth], parts[2 * depth:]
+    mean_square, squares, seen = model.level.step(tf.square(samples), squares, seen)
+    rms = tf.sqrt(mean_square) + RMS_FLOOR
+    x, skips = (samples / rms)[:, None], []
+    for i, (conv, mix) in enumerate(model.encoder):
+      x, histories[i] = conv.step(x, histories[i])
+      x = layers.glu(mix(tf.nn.relu(x)[None])[0])
+      skips.append(x)
+    for i, block in enumerate(model.bottleneck):
+      x, caches[3 * i:3 * i + 3] = block.step(x, *caches[3 * i:3 * i + 3])
+    for i, (mix, upsample) in enumerate(model.decoder):
+      x, tails[i] = upsample.step(layers.glu(mix((x + skips.pop())[None])[0]), tails[i])
+      if i < depth - 1:
+        x = tf.nn.relu(x)
+    enhanced = (samples / rms + x[:, 0]) * rms
+    out, kept = self._keep.step(enhanced, samples, kept)
+    return out, self._pack([squares, seen, kept, *histories, *tails, *caches])

@@ -9,7 +9,7 @@ import soxr
 
 from input import audio
 from trainer.serving import band_extension
-from trainer.serving import stream
+from trainer.serving import streamer as streamer_lib
 
 def read_wav_header(f: BinaryIO) -> int:
   """Reads a mono 16-bit PCM WAV header from a stream (up to its data); returns the rate.
@@ -68,7 +68,7 @@ class Pipe:
   is the real-time factor.
   """
 
-  def __init__(self, streamer: stream.Streamer, *, rate: int, model_rate: int,
+  def __init__(self, streamer: streamer_lib.Streamer, *, rate: int, model_rate: int,
                keep_input: float = 0.0, extend_band: bool = True):
     self.streamer, self.rate, self.model_rate = streamer, rate, model_rate
     same = rate == model_rate

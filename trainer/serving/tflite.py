@@ -5,30 +5,28 @@ import tensorflow as tf
 
 from common import checks
 from common import files
-from trainer.serving import export as saved_model
-from trainer.serving import kept_input
-from trainer.serving import stream
-from trainer.serving import transforms
+from ops import kept_input
+from trainer import run_dir
+from trainer.models import contract
+from trainer.serving import streamer
 
 
 QUANTIZE = ("none", "dynamic")
 
 
-def quantizations(model) -> tuple:
-  """The `quantize` options for `model`: not int8 where its STFT would be a matrix
-  product, which dynamic-range quantisation would quantise with the weights."""
-  if hasattr(model, "fft_length") and transforms.for_tflite(model.fft_length) != "rfft":
-    return ("none",)
-  return QUANTIZE
+def quantizations(model: contract.Denoiser) -> tuple:
+  """The `quantize` options for `model`: not int8 where its STFT would be a matrix product,
+  which dynamic-range quantisation would quantise with the weights."""
+  return ("none",) if model.tflite_transform == "matmul" else QUANTIZE
 
 
-def convert(model, *, keep_input: float = kept_input.KEEP,
+def convert(model: contract.Denoiser, *, keep_input: float = kept_input.KEEP,
             keep_presence: float = kept_input.PRESENCE_KEEP, quantize: str = "none") -> bytes:
-  """The .tflite bytes of a causal model's stream step (`stream.step_for`), keeping those
-  shares of the input. A mask model's STFT is TFLite's RFFT2D where the FFT length is a
-  power of two, matrix products elsewhere (`transforms.for_tflite`). `quantize`: none
-  (float32), or dynamic (the network's weights as int8, activations quantised on the
-  fly; the RFFT stays float).
+  """The .tflite bytes of a causal model's stream step (`streamer.step_for`), keeping those
+  shares of the input. A model's STFT is the transform it names for TFLite
+  (`tflite_transform`: TFLite's RFFT2D where the FFT length is a power of two, matrix
+  products elsewhere). `quantize`: none (float32), or dynamic (the network's weights as
+  int8, activations quantised on the fly; the RFFT stays float).
 
   Raises:
     ValueError: the model cannot stream (it looks ahead), or `quantize=dynamic`
@@ -37,15 +35,12 @@ def convert(model, *, keep_input: float = kept_input.KEEP,
   checks.one_of("quantize", quantize, QUANTIZE)
   if quantize not in quantizations(model):
     raise ValueError(
-        f"--quantize=dynamic needs a power-of-two FFT length, and this model's is "
-        f"{model.fft_length} ({model.window}-sample window at {model.sample_rate} Hz): its "
-        "STFT is a matrix product here, which would be quantised with the weights and "
-        "cost the output its precision. Export it unquantised, or train at a rate whose "
-        "32 ms window is a power of two (8 or 16 kHz).")
-  stft = ({"transform": transforms.for_tflite(model.fft_length)}
-          if hasattr(model, "fft_length") else {})  # a mask model's
-  function = stream.step_for(model, keep_input=keep_input, keep_presence=keep_presence,
-                             **stft).signature()
+        f"--quantize=dynamic needs a power-of-two FFT length, and this {model.sample_rate} Hz "
+        "model's is not: its STFT is a matrix product here, which would be quantised with "
+        "the weights and cost the output its precision. Export it unquantised, or train at "
+        "a rate where its FFT length is a power of two (the mask model's at 8 or 16 kHz).")
+  function = streamer.step_for(model, keep_input=keep_input, keep_presence=keep_presence,
+                               transform=model.tflite_transform).signature()
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [function.get_concrete_function()], model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
@@ -59,7 +54,7 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
            keep_presence: float = kept_input.PRESENCE_KEEP, quantize: str = "none") -> str:
   """Writes the stream step of the run in `model_dir` to the .tflite file `output` (under a
   temporary name, renamed when complete); returns `output`. `weights` and `checkpoint`:
-  see `export.restore_model`; `keep_input`, `keep_presence`: the shares of the input
+  see `run_dir.restore_model`; `keep_input`, `keep_presence`: the shares of the input
   kept; `quantize`: see `convert`.
 
   Raises:
@@ -76,7 +71,7 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
     raise FileExistsError(f"output {output} exists; pass overwrite (--overwrite) to replace "
                           "it.")
   kept_input.check(keep_input, keep_presence)
-  model, _, used = saved_model.restore_model(model_dir, weights, checkpoint)
+  model, _, used = run_dir.restore_model(model_dir, weights, checkpoint)
   logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
   return files.write_bytes(output, convert(model, keep_input=keep_input,
                                            keep_presence=keep_presence, quantize=quantize))

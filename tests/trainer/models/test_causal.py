@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.models import card as card_lib
-from trainer.serving import export
+from trainer.serving import saved_model
 
 RATE, CUT = 8000, 4000
 CARDS = {
@@ -57,7 +57,7 @@ class CausalTest(tf.test.TestCase, parameterized.TestCase):
     card.write(model_dir)
     model = card.build()
     tf.train.Checkpoint(model=model).save(os.path.join(model_dir, "checkpoints", "ckpt"))
-    output = export.export(model_dir, os.path.join(self.create_tempdir().full_path, "export"))
+    output = saved_model.export(model_dir, os.path.join(self.create_tempdir().full_path, "export"))
     loaded = tf.saved_model.load(output)  # kept: its functions need its variables
     self.assert_causal(loaded.denoise, model.lookahead)  # its kept input is causal too
 

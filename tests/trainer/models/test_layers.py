@@ -59,3 +59,63 @@ class Conv1DTest(tf.test.TestCase, parameterized.TestCase):
 
 if __name__ == "__main__":
   tf.test.main()
+
+
+def in_steps(step, x, sizes, state):
+  """`step(piece, *state) -> (out, state)` over `x` `[time, ...]` cut into pieces cycling
+  through `sizes` (the last one shorter); the outputs concatenated. A state of one part may
+  come back bare."""
+  out, start, k = [], 0, 0
+  while start < x.shape[0]:
+    piece = x[start:start + sizes[k % len(sizes)]]
+    y, state = step(piece, *state)
+    state = state if isinstance(state, (list, tuple)) else [state]
+    out.append(y)
+    start, k = start + piece.shape[0], k + 1
+  return tf.concat(out, 0)
+
+
+def feeds(frame, length, seed=0):
+  """Feed sizes to test a step with: 1 and 7 units, one `frame`, and random counts (a unit
+  is what the layer's step takes whole, e.g. a stride)."""
+  rng = np.random.default_rng(seed)
+  return [[1], [7], [frame], [int(n) for n in rng.integers(1, 3 * frame, length)]]
+
+
+class StepTest(tf.test.TestCase, parameterized.TestCase):
+  """Each causal layer's step over any split of a signal equals the offline layer."""
+
+  @parameterized.product(kernel_size=[1, 3], dilation=[1, 2, 4])
+  def test_a_dilated_conv_steps_as_it_convolves(self, kernel_size, dilation):
+    conv = layers.Conv1D(3, 4, kernel_size, dilation=dilation, causal=True, seed=(2, 3))
+    x = tf.random.stateless_normal([53, 3], [1, kernel_size])
+    offline = conv(x[None])[0]
+    for sizes in feeds(conv.history + 1, 12):
+      got = in_steps(conv.step, x, sizes, [tf.zeros(conv.state_shape)])
+      self.assertAllClose(got, offline, atol=1e-6, rtol=0)
+
+  @parameterized.parameters(2, 4)
+  def test_a_strided_conv_steps_a_whole_stride_at_a_time(self, stride):
+    conv = layers.Conv1D(2, 5, 2 * stride, stride=stride, causal=True, seed=(4, 5))
+    x = tf.random.stateless_normal([stride * 19, 2], [2, stride])
+    offline = conv(x[None])[0]
+    for sizes in feeds(conv.kernel_size, 8):
+      strides = [stride * n for n in sizes]
+      got = in_steps(conv.step, x, strides, [tf.zeros(conv.state_shape)])
+      self.assertAllClose(got, offline, atol=1e-6, rtol=0)
+    with self.assertRaisesRegex(ValueError, "takes whole strides"):
+      conv.step(x[:stride + 1], tf.zeros(conv.state_shape))
+
+  @parameterized.parameters((4, 8), (2, 2), (4, 6))
+  def test_a_transposed_conv_steps_with_its_overlap_tail(self, stride, kernel_size):
+    upsample = layers.ConvTranspose1D(3, 2, kernel_size, stride=stride, causal=True,
+                                      seed=(6, 7))
+    x = tf.random.stateless_normal([23, 3], [3, stride])
+    offline = upsample(x[None])[0]
+    for sizes in feeds(1, 8):
+      got = in_steps(upsample.step, x, sizes, [tf.zeros(upsample.state_shape)])
+      self.assertAllClose(got, offline, atol=1e-6, rtol=0)
+
+  def test_a_transposed_conv_shorter_than_its_stride_is_refused(self):
+    with self.assertRaisesRegex(ValueError, "at least its stride"):
+      layers.ConvTranspose1D(1, 1, 2, stride=4)

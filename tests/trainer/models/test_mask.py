@@ -9,6 +9,18 @@ from trainer.models import mask
 RATE = 8000
 
 
+def gain(model, value):
+  """Sets a mask model's gain to `value` in every bin, whatever its input."""
+  model.project_out.kernel.assign(tf.zeros_like(model.project_out.kernel))
+  logit = np.log((value - mask.FLOOR) / (1.0 - value)) if value < 1 else 40.0
+  model.project_out.bias.assign(tf.fill(model.project_out.bias.shape, float(logit)))
+  return model
+
+
+def tone(hz, rate=16000):
+  return np.sin(2 * np.pi * hz * np.arange(rate) / rate).astype(np.float32)
+
+
 def open_mask(model):
   """Saturates the mask at 1: the model must then give back its input."""
   model.project_out.kernel.assign(tf.zeros_like(model.project_out.kernel))
@@ -82,6 +94,18 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
       mask.MaskDenoiser(sample_rate=RATE, depth=0)
     with self.assertRaisesRegex(ValueError, "level=db must be one of power, log"):
       mask.MaskDenoiser(sample_rate=RATE, level="db")
+
+
+  def test_a_mask_model_keeps_its_share_as_a_floor_on_its_gain(self):
+    model = gain(mask.MaskDenoiser(sample_rate=16000, hidden=4, depth=1), 0.2)
+    signal = 0.3 * tone(500.0) + 0.3 * tone(4000.0)
+    kept = model.keeping(tf.constant(signal[None]), 0.1, 0.5)[0]
+    expected = (0.2 + 0.8 * 0.1) * 0.3 * tone(500.0) + (
+        0.2 + 0.8 * 0.5) * 0.3 * tone(4000.0)
+    self.assertAllClose(kept[200:-200], expected[200:-200], atol=3e-3)
+    opened = gain(model, 1.0)
+    self.assertAllClose(opened.keeping(tf.constant(signal[None]), 0.1, 0.5)[0], signal,
+                        atol=1e-5)
 
 
 if __name__ == "__main__":

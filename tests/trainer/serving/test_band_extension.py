@@ -1,4 +1,4 @@
-"""Tests for trainer.serving.band_extension through trainer.serving.denoise: a lower-rate model's output keeps the file's upper band, gated as the model gated its top band."""
+"""Tests for trainer.serving.band_extension through trainer.serving.file_denoising: a lower-rate model's output keeps the file's upper band, gated as the model gated its top band."""
 
 import types
 
@@ -6,8 +6,8 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.serving import band_extension
-from trainer.serving import denoise
-from trainer.serving import kept_input
+from ops import kept_input
+from trainer.serving import file_denoising
 
 RATE, MODEL_RATE = 48000, 16000
 RAW = dict(keep_input=0, keep_presence=0)  # the model's output alone, no input added back
@@ -19,7 +19,8 @@ def model(gain_fn):
 
   def denoise_keeping(batch, keep_input, keep_presence):
     gains = gain_fn(np.arange(batch.shape[1]) / MODEL_RATE)[None].astype(np.float32)
-    return kept_input.add_back(batch * gains, batch, MODEL_RATE, keep_input, keep_presence)
+    return kept_input.ResidualFilter(MODEL_RATE, keep_input, keep_presence)(batch * gains,
+                                                                            batch)
 
   return types.SimpleNamespace(sample_rate=tf.constant(MODEL_RATE),
                                denoise_keeping=denoise_keeping,
@@ -56,7 +57,7 @@ class BandExtensionTest(tf.test.TestCase):
 
   def test_a_speech_like_band_that_the_model_keeps_is_returned_whole(self):
     signal = speech_like()
-    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
+    out = file_denoising.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
     self.assertEqual(out.shape, signal.shape)
     self.assertAllClose(band_power(out, 9000, 24000) / band_power(signal, 9000, 24000), 1.0,
                         rtol=0.1)
@@ -65,7 +66,7 @@ class BandExtensionTest(tf.test.TestCase):
 
   def test_more_power_up_there_than_speech_would_have_is_cut_to_the_expected_share(self):
     signal = noise()  # white: 16/24 of its power above 8 kHz, 1.6/24 in 5.6-7.2 kHz
-    out = denoise.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
+    out = file_denoising.denoise_signal(model(np.ones_like), signal, RATE, **RAW)
     expected = band_extension.speech_ratio(MODEL_RATE, RATE) * 1.6 / 16.0  # of the power
     self.assertAllClose(band_power(out, 9000, 24000) / band_power(signal, 9000, 24000),
                         expected, rtol=0.15)
@@ -73,12 +74,12 @@ class BandExtensionTest(tf.test.TestCase):
   def test_the_upper_band_follows_what_the_model_removed_frame_by_frame(self):
     signal = speech_like()
     gate = lambda t: (t >= 1.0).astype(np.float64)  # removes the first second, keeps the rest
-    out = denoise.denoise_signal(model(gate), signal, RATE, **RAW)
+    out = file_denoising.denoise_signal(model(gate), signal, RATE, **RAW)
     first, second = out[:int(0.9 * RATE)], out[int(1.1 * RATE):]
     self.assertLess(band_power(first, 9000, 24000), 1e-4 * band_power(second, 9000, 24000))
     self.assertAllClose(band_power(second, 9000, 24000),
                         band_power(signal[int(1.1 * RATE):], 9000, 24000), rtol=0.1)
-    kept = denoise.denoise_signal(model(gate), signal, RATE, keep_input=0.2, keep_presence=0)
+    kept = file_denoising.denoise_signal(model(gate), signal, RATE, keep_input=0.2, keep_presence=0)
     self.assertAllClose(band_power(kept[:int(0.9 * RATE)], 9000, 24000),  # (0.2)^2 of it
                         0.04 * band_power(signal[:int(0.9 * RATE)], 9000, 24000), rtol=0.1)
 
@@ -104,13 +105,13 @@ class BandExtensionTest(tf.test.TestCase):
   def test_a_file_at_the_models_rate_or_below_is_not_extended(self):
     signal = noise()[:MODEL_RATE]
     halve = model(lambda t: np.full_like(t, 0.5))
-    out = denoise.denoise_signal(halve, signal, MODEL_RATE, **RAW)
+    out = file_denoising.denoise_signal(halve, signal, MODEL_RATE, **RAW)
     self.assertAllClose(out, 0.5 * signal, atol=1e-6)
-    uniform = denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=0.25,
+    uniform = file_denoising.denoise_signal(halve, signal, MODEL_RATE, keep_input=0.25,
                                      keep_presence=0.25)
     self.assertAllClose(uniform, (0.75 * 0.5 + 0.25) * signal, atol=1e-6)
     with self.assertRaisesRegex(ValueError, r"keep_input=1.5 must be in \[0, 1\]"):
-      denoise.denoise_signal(halve, signal, MODEL_RATE, keep_input=1.5)
+      file_denoising.denoise_signal(halve, signal, MODEL_RATE, keep_input=1.5)
 
   def test_by_default_more_input_is_kept_in_the_presence_band(self):
     seconds = np.arange(MODEL_RATE) / MODEL_RATE
@@ -120,7 +121,7 @@ class BandExtensionTest(tf.test.TestCase):
     gains = []
     for hz in (500.0, 4000.0):
       tone = (0.5 * np.sin(2 * np.pi * hz * seconds)).astype(np.float32)
-      out = denoise.denoise_signal(halve, tone, MODEL_RATE)
+      out = file_denoising.denoise_signal(halve, tone, MODEL_RATE)
       inside = slice(MODEL_RATE // 100, -MODEL_RATE // 100)  # beyond the edge effects
       gains.append(np.std(out[inside]) / np.std(tone[inside]))
       response = np.sum(taps * np.exp(-2j * np.pi * hz * np.arange(len(taps)) / MODEL_RATE))

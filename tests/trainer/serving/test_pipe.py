@@ -12,13 +12,13 @@ from scipy.io import wavfile
 import tensorflow as tf
 
 from input import audio
+from ops import kept_input
 from tests import helpers
 from trainer.models import mask
-from trainer.serving import denoise
-from trainer.serving import export
-from trainer.serving import kept_input
+from trainer.serving import file_denoising
 from trainer.serving import pipe
-from trainer.serving import stream
+from trainer.serving import saved_model
+from trainer.serving import streamer
 
 RATE = 16000
 
@@ -30,8 +30,8 @@ def causal_model():
 def kept(model, signal):
   """The offline model's output for `signal` at RATE, with the shares of the input a stream
   keeps by default."""
-  return kept_input.enhance(model, tf.constant(signal[None], tf.float32), RATE,
-                            kept_input.KEEP, kept_input.PRESENCE_KEEP)[0]
+  return model.keeping(tf.constant(signal[None], tf.float32), kept_input.KEEP,
+                       kept_input.PRESENCE_KEEP)[0]
 
 
 def band_power(x, rate, low):
@@ -62,7 +62,7 @@ class PipeTest(tf.test.TestCase):
   def test_at_the_models_rate_the_pipe_is_the_offline_model(self):
     model = causal_model()
     signal = speechlike(0.5, RATE)
-    through = pipe.Pipe(stream.Streamer.for_model(model), rate=RATE, model_rate=RATE)
+    through = pipe.Pipe(streamer.Streamer.for_model(model), rate=RATE, model_rate=RATE)
     blocks = [through.feed(signal[i:i + 100]) for i in range(0, len(signal), 100)]
     out = np.concatenate(blocks + [through.flush()])
     self.assertAllClose(out, kept(model, signal), atol=1e-5, rtol=0)
@@ -72,7 +72,7 @@ class PipeTest(tf.test.TestCase):
     model = causal_model()
     rate = 44100
     signal = speechlike(1.0, rate)
-    through = pipe.Pipe(stream.Streamer.for_model(model), rate=rate, model_rate=RATE)
+    through = pipe.Pipe(streamer.Streamer.for_model(model), rate=rate, model_rate=RATE)
     out = np.concatenate([through.feed(signal[i:i + 441]) for i in range(0, len(signal), 441)]
                          + [through.flush()])
     self.assertLen(out, len(signal))
@@ -90,10 +90,10 @@ class PipeTest(tf.test.TestCase):
     model, rate = causal_model(), 48000
     rng = np.random.default_rng(4)
     signal = (speechlike(1.0, rate) + 0.02 * rng.standard_normal(rate)).astype(np.float32)
-    as_file = denoise.denoise_signal(export.ExportedDenoiser(model, RATE), signal, rate)
+    as_file = file_denoising.denoise_signal(saved_model.ExportedDenoiser(model, RATE), signal, rate)
     outputs = {}
     for extend_band in (True, False):
-      through = pipe.Pipe(stream.Streamer.for_model(model), rate=rate, model_rate=RATE,
+      through = pipe.Pipe(streamer.Streamer.for_model(model), rate=rate, model_rate=RATE,
                           keep_input=kept_input.KEEP, extend_band=extend_band)
       outputs[extend_band] = np.concatenate(
           [through.feed(signal[i:i + 480]) for i in range(0, len(signal), 480)]
@@ -114,7 +114,7 @@ class StreamCommandTest(tf.test.TestCase):
   def test_a_pipe_gets_audio_out_before_its_input_ends(self):
     model = causal_model()
     saved = os.path.join(self.create_tempdir().full_path, "exported")
-    module = export.ExportedDenoiser(model, RATE)
+    module = saved_model.ExportedDenoiser(model, RATE)
     tf.saved_model.save(module, saved, signatures=module.signatures())
     signal = speechlike(2.0, RATE)
     pcm = pipe.to_pcm16(signal)
@@ -149,7 +149,7 @@ class StreamCommandTest(tf.test.TestCase):
   @pytest.mark.end_to_end
   def test_a_wav_file_becomes_a_whole_wav_file_and_nothing_is_replaced_unasked(self):
     saved = os.path.join(self.create_tempdir().full_path, "exported")
-    module = export.ExportedDenoiser(causal_model(), RATE)
+    module = saved_model.ExportedDenoiser(causal_model(), RATE)
     tf.saved_model.save(module, saved, signatures=module.signatures())
     directory = self.create_tempdir().full_path
     noisy, enhanced = os.path.join(directory, "noisy.wav"), os.path.join(directory, "out.wav")

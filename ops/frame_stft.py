@@ -1,4 +1,4 @@
-"""One frame's STFT and its overlap-add inverse for a streaming step, three ways: tf.signal (as the mask model computes it), real matrix products (TFLite builtins at any FFT length), or TFLite's builtin RFFT2D (powers of two: smaller and faster, and nothing in it for int8 quantisation to coarsen).
+"""One frame's STFT and its overlap-add inverse for a model's stream step, three ways: tf.signal (as the mask model computes it), real matrix products (TFLite builtins at any FFT length), or TFLite's builtin RFFT2D (powers of two: smaller and faster, and nothing in it for int8 quantisation to coarsen).
 
 Each takes a frame of `window` samples and returns a `Spectrum` of
 `[1, 1, bins]`; `synthesise` applies a gain per bin and returns the frame's

@@ -1,4 +1,4 @@
-"""What every streaming step shares: its state as one float32 vector of fixed size, cut into named shapes, and the signature the exports carry."""
+"""What every model's stream step shares: its state as one float32 vector of fixed size, cut into the shapes of its layers' states, and the signature the exports carry."""
 
 from typing import List, Sequence
 
@@ -9,10 +9,12 @@ import tensorflow as tf
 class StreamStep:
   """A model's stream, one hop at a time: `step(samples [hop], state) -> (samples, state)`.
 
-  Subclasses set `hop`, `lead` (the offline model's leading output samples,
-  which the stream's output starts with), `latency` (samples: an output sample
-  leaves at most this long after the input sample at its position arrived)
-  and the shapes of their state's parts (`_set_state_shapes`).
+  Each architecture's module defines its subclass beside its offline pass and
+  composes it from its layers' steps. Subclasses set `hop`, `lead` (the
+  offline model's leading output samples, which the stream's output starts
+  with), `latency` (samples: an output sample leaves at most this long after
+  the input sample at its position arrived) and the shapes of their state's
+  parts (`_set_state_shapes`).
   """
 
   hop: int

@@ -1,10 +1,9 @@
-"""Tests for trainer.serving.kept_input: the share of the input kept, by frequency, as a filter of the residual and as a mask model's gain floor."""
+"""Tests for ops.kept_input: the share of the input kept, by frequency, as a causal filter of the residual, offline and step by step (a mask model's gain floor: tests/trainer/models/test_mask.py)."""
 
 import numpy as np
 import tensorflow as tf
 
-from trainer.models import mask
-from trainer.serving import kept_input
+from ops import kept_input
 
 RATE = 48000
 EDGE = RATE // 1000  # 1 ms: how far the filter's edge effects reach
@@ -16,17 +15,9 @@ def tone(hz, seconds=1.0, rate=RATE):
 
 def add_back(enhanced, signal, rate=RATE, keep=kept_input.KEEP,
              presence_keep=kept_input.PRESENCE_KEEP):
-  """kept_input.add_back on one mono waveform."""
-  return kept_input.add_back(tf.constant(enhanced[None]), tf.constant(signal[None]), rate,
-                             keep, presence_keep)[0].numpy()
-
-
-def gain(model, value):
-  """Sets a mask model's gain to `value` in every bin, whatever its input."""
-  model.project_out.kernel.assign(tf.zeros_like(model.project_out.kernel))
-  logit = np.log((value - mask.FLOOR) / (1.0 - value)) if value < 1 else 40.0
-  model.project_out.bias.assign(tf.fill(model.project_out.bias.shape, float(logit)))
-  return model
+  """kept_input.ResidualFilter on one mono waveform."""
+  return kept_input.ResidualFilter(rate, keep, presence_keep)(
+      tf.constant(enhanced[None]), tf.constant(signal[None]))[0].numpy()
 
 
 class KeptInputTest(tf.test.TestCase):
@@ -75,16 +66,19 @@ class KeptInputTest(tf.test.TestCase):
                         0.5 * signal, atol=1e-7)
     self.assertEqual(add_back(np.zeros(0, np.float32), np.zeros(0, np.float32)).shape, (0,))
 
-  def test_a_mask_model_keeps_its_share_as_a_floor_on_its_gain(self):
-    model = gain(mask.MaskDenoiser(sample_rate=16000, hidden=4, depth=1), 0.2)
-    signal = 0.3 * tone(500.0, rate=16000) + 0.3 * tone(4000.0, rate=16000)
-    kept = kept_input.enhance(model, tf.constant(signal[None]), 16000, 0.1, 0.5)[0]
-    expected = (0.2 + 0.8 * 0.1) * 0.3 * tone(500.0, rate=16000) + (
-        0.2 + 0.8 * 0.5) * 0.3 * tone(4000.0, rate=16000)
-    self.assertAllClose(kept[200:-200], expected[200:-200], atol=3e-3)
-    opened = gain(model, 1.0)
-    self.assertAllClose(kept_input.enhance(opened, tf.constant(signal[None]), 16000, 0.1,
-                                           0.5)[0], signal, atol=1e-5)
+
+  def test_its_step_over_any_split_equals_the_filter_offline(self):
+    rng = np.random.default_rng(4)
+    signal, enhanced = (rng.normal(size=(2, 3001)) * 0.1).astype(np.float32)
+    keep = kept_input.ResidualFilter(RATE, 0.15, 0.5)
+    history, out, start = tf.zeros(keep.state_shape), [], 0
+    for size in (1, 7, 200, *rng.integers(1, 400, 20)):
+      piece, history = keep.step(tf.constant(enhanced[start:start + size]),
+                                 tf.constant(signal[start:start + size]), history)
+      out.append(piece.numpy())
+      start += size
+    stepped = np.concatenate(out)
+    self.assertAllClose(stepped, add_back(enhanced, signal)[:len(stepped)], atol=1e-6)
 
 
 if __name__ == "__main__":

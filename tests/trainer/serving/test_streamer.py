@@ -1,4 +1,4 @@
-"""Tests for trainer.serving.stream: a causal mask model or U-Net streamed in any feed sizes equals its offline output (its kept input included), within its stated latency."""
+"""Tests for trainer.serving.streamer: a causal mask model or U-Net streamed in any feed sizes equals its offline output (its kept input included), within its stated latency."""
 
 from absl.testing import parameterized
 import numpy as np
@@ -6,9 +6,9 @@ import tensorflow as tf
 
 from trainer.models import mask
 from trainer.models import unet
-from trainer.serving import export
-from trainer.serving import kept_input
-from trainer.serving import stream
+from ops import kept_input
+from trainer.serving import saved_model
+from trainer.serving import streamer as streamer_lib
 
 
 def model(rate, *, causal=True, level_seconds=mask.LEVEL_SECONDS):
@@ -29,7 +29,7 @@ MODELS = {"mask": model, "unet": unet_model}
 
 def offline(denoiser, signal, rate, keep=(kept_input.KEEP, kept_input.PRESENCE_KEEP)):
   """The offline model's output for `signal`, keeping `keep` of the input."""
-  return kept_input.enhance(denoiser, tf.constant(signal[None]), rate, *keep)[0].numpy()
+  return denoiser.keeping(tf.constant(signal[None]), *keep)[0].numpy()
 
 
 def fed(streamer, signal, sizes):
@@ -64,20 +64,20 @@ class StreamTest(tf.test.TestCase, parameterized.TestCase):
     signal = (0.1 * np.random.default_rng(rate).standard_normal(rate // 4 + 37)).astype(
         np.float32)
     expected = offline(denoiser, signal, rate)
-    streamer = stream.Streamer.for_model(denoiser)
+    streamer = streamer_lib.Streamer.for_model(denoiser)
     rng = np.random.default_rng(0)
     for sizes in ([1], [7], [streamer.hop], [streamer.hop + 1, 3],
                   list(rng.integers(1, 3 * streamer.hop, 20))):
       self.assertAllClose(fed(streamer, signal, sizes), expected, atol=1e-5, rtol=0)
     self.assertLen(streamer.flush(), 0)  # a flushed stream starts afresh
-    raw = stream.Streamer.for_model(denoiser, keep_input=0.0, keep_presence=0.0)
+    raw = streamer_lib.Streamer.for_model(denoiser, keep_input=0.0, keep_presence=0.0)
     self.assertAllClose(fed(raw, signal, [100]), denoiser(tf.constant(signal[None]))[0],
                         atol=1e-5, rtol=0)
 
   def test_output_leaves_within_the_latency_and_an_impulse_at_the_bound(self):
     denoiser = model(16000)
     denoiser.project_out.bias.assign(tf.fill(denoiser.project_out.bias.shape, 40.0))  # gain 1
-    streamer = stream.Streamer.for_model(denoiser)
+    streamer = streamer_lib.Streamer.for_model(denoiser)
     self.assertEqual(streamer.latency, denoiser.window - 1)  # 32 ms, less a sample
     impulse_at = 5 * streamer.hop - streamer.lead  # the first sample of a frame: the worst
     signal = np.zeros(12 * streamer.hop, np.float32)
@@ -91,7 +91,7 @@ class StreamTest(tf.test.TestCase, parameterized.TestCase):
 
   def test_a_unet_hears_an_impulse_one_block_late_at_most(self):
     denoiser = unet_model(16000)
-    streamer = stream.Streamer.for_model(denoiser)
+    streamer = streamer_lib.Streamer.for_model(denoiser)
     self.assertEqual(streamer.latency, denoiser.time_multiple - 1)
     noise = (0.1 * np.random.default_rng(2).standard_normal(12 * streamer.hop)).astype(
         np.float32)
@@ -112,12 +112,12 @@ class StreamTest(tf.test.TestCase, parameterized.TestCase):
   def test_an_export_streams_as_its_model_does(self, architecture):
     denoiser = MODELS[architecture](16000)
     saved = self.create_tempdir().full_path
-    module = export.ExportedDenoiser(denoiser, 16000)
+    module = saved_model.ExportedDenoiser(denoiser, 16000)
     tf.saved_model.save(module, saved, signatures=module.signatures())
     loaded = tf.saved_model.load(saved)
     signal = (0.1 * np.random.default_rng(5).standard_normal(3000)).astype(np.float32)
-    streamer = stream.Streamer.from_saved_model(loaded)
-    self.assertEqual(streamer.hop, stream.step_for(denoiser).hop)
+    streamer = streamer_lib.Streamer.from_saved_model(loaded)
+    self.assertEqual(streamer.hop, streamer_lib.step_for(denoiser).hop)
     expected = loaded.signatures["denoise"](waveform=tf.constant(signal[None]))
     self.assertAllClose(fed(streamer, signal, [100, 7]), list(expected.values())[0][0],
                         atol=1e-5, rtol=0)
@@ -125,14 +125,14 @@ class StreamTest(tf.test.TestCase, parameterized.TestCase):
   def test_what_cannot_stream_is_refused(self):
     for plain in (model(16000, causal=False), unet_model(16000, causal=False)):
       with self.assertRaisesRegex(ValueError, "Only a causal model streams"):
-        stream.step_for(plain)
+        streamer_lib.step_for(plain)
       saved = self.create_tempdir().full_path
-      module = export.ExportedDenoiser(plain, 16000)
+      module = saved_model.ExportedDenoiser(plain, 16000)
       tf.saved_model.save(module, saved, signatures=module.signatures())
       with self.assertRaisesRegex(ValueError, "no stream_step: only causal models stream"):
-        stream.Streamer.from_saved_model(tf.saved_model.load(saved))
+        streamer_lib.Streamer.from_saved_model(tf.saved_model.load(saved))
     with self.assertRaisesRegex(ValueError, "its stream's state would grow without bound"):
-      stream.step_for(unet_model(16000, attention_seconds=0))
+      streamer_lib.step_for(unet_model(16000, attention_seconds=0))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
-"""Tests for trainer.serving.export and trainer.serving.denoise: SavedModel round trip, chunked enhancement, files."""
+"""Tests for trainer.serving.saved_model: SavedModel round trip, the run's weights restored, and files written and denoised through an export without losing anything."""
 
 import json
 import os
-import types
 from unittest import mock
 
 import numpy as np
@@ -14,11 +13,11 @@ from tests import helpers
 from trainer.loop import best
 from trainer.models import card as card_lib
 from trainer.models import contract
+from ops import kept_input
 from trainer import optim
 from trainer import run_dir
-from trainer.serving import denoise
-from trainer.serving import export
-from trainer.serving import kept_input
+from trainer.serving import file_denoising
+from trainer.serving import saved_model
 
 DESCRIPTION = dict(model=dict(hidden=8, depth=2, kernel_size=8, stride=4, growth=2,
                               max_hidden=10000, causal=False, attention_heads=2,
@@ -31,7 +30,7 @@ MASK_DESCRIPTION = dict(architecture="mask", model=dict(hidden=8, depth=2, kerne
 
 def kept(model, x, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP):
   """`model`'s output for `x` (at 8 kHz) with the shares of the input an export keeps."""
-  return kept_input.enhance(model, x, 8000, keep_input, keep_presence)
+  return model.keeping(x, keep_input, keep_presence)
 
 
 class ExportTest(tf.test.TestCase):
@@ -49,7 +48,7 @@ class ExportTest(tf.test.TestCase):
     tf.train.Checkpoint(model=self.model).save(os.path.join(self.model_dir, "checkpoints",
                                                             "ckpt"))
     self.out_dir = self.create_tempdir().full_path
-    self.saved = export.export(self.model_dir, os.path.join(self.out_dir, "exported"))
+    self.saved = saved_model.export(self.model_dir, os.path.join(self.out_dir, "exported"))
 
   def test_saved_model_matches_the_model(self):
     loaded = tf.saved_model.load(self.saved)
@@ -66,7 +65,7 @@ class ExportTest(tf.test.TestCase):
                         kept(self.model, x, 0.3, 0.3), atol=1e-6)
 
   def test_the_export_keeps_the_shares_it_was_given_and_the_file_path_follows(self):
-    saved = export.export(self.model_dir, os.path.join(self.out_dir, "k"), keep_input=0.05,
+    saved = saved_model.export(self.model_dir, os.path.join(self.out_dir, "k"), keep_input=0.05,
                           keep_presence=0.2)
     loaded = tf.saved_model.load(saved)
     self.assertAllClose((loaded.keep_input, loaded.keep_presence), (0.05, 0.2))
@@ -74,10 +73,10 @@ class ExportTest(tf.test.TestCase):
     path = os.path.join(self.out_dir, "at_model_rate.wav")
     tf.io.write_file(path, tf.audio.encode_wav(signal[:, None], 8000))
     whole = kept(self.model, tf.constant(audio.load(path)[0][None]), 0.05, 0.2)[0]
-    denoise.denoise_file(saved, path, path + ".out.wav")  # one chunk, at the model's rate
+    file_denoising.denoise_file(saved, path, path + ".out.wav")  # one chunk, at the model's rate
     self.assertAllClose(audio.load(path + ".out.wav")[0], whole, atol=2 / 32768)
     with self.assertRaisesRegex(ValueError, r"keep_input=1.2 must be in \[0, 1\]"):
-      export.export(self.model_dir, os.path.join(self.out_dir, "bad"), keep_input=1.2)
+      saved_model.export(self.model_dir, os.path.join(self.out_dir, "bad"), keep_input=1.2)
 
   def test_an_export_from_before_the_kept_input_is_refused_with_the_fix(self):
     old = tf.Module()
@@ -87,7 +86,7 @@ class ExportTest(tf.test.TestCase):
     tf.saved_model.save(old, path)
     with self.assertRaisesRegex(ValueError, "exported before exports kept a share of the "
                                 "input .* export the run again"):
-      denoise.load(path)
+      saved_model.load_export(path)
 
   def test_denoise_file_keeps_length_and_rate(self):
     rate, seconds = 16000, 2.3
@@ -97,7 +96,7 @@ class ExportTest(tf.test.TestCase):
     input_path = os.path.join(self.out_dir, "noisy.wav")
     tf.io.write_file(input_path, tf.audio.encode_wav(noisy[:, None], rate))
     output_path = os.path.join(self.out_dir, "enhanced.wav")
-    samples = denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
+    samples = file_denoising.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
                                    overlap_seconds=0.25)
     enhanced, enhanced_rate = audio.load(output_path)
     self.assertEqual((samples, len(enhanced), enhanced_rate), (len(noisy), len(noisy), rate))
@@ -109,7 +108,7 @@ class ExportTest(tf.test.TestCase):
     for samples, rate in ((1, 48000), (1, 44100), (2, 96000), (5, 48000)):
       path = os.path.join(self.out_dir, f"short_{samples}_{rate}.wav")
       tf.io.write_file(path, tf.audio.encode_wav(np.full([samples, 1], 0.1, np.float32), rate))
-      written = denoise.denoise_file(self.saved, path, path + ".out.wav")
+      written = file_denoising.denoise_file(self.saved, path, path + ".out.wav")
       enhanced, enhanced_rate = audio.load(path + ".out.wav")
       self.assertEqual((written, len(enhanced), enhanced_rate), (samples, samples, rate))
       self.assertTrue(np.all(np.isfinite(enhanced)))
@@ -119,23 +118,23 @@ class ExportTest(tf.test.TestCase):
     tf.io.write_file(input_path, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
     original = tf.io.read_file(input_path).numpy()
     with self.assertRaisesRegex(ValueError, "is the input file, which would be replaced"):
-      denoise.denoise_file(self.saved, input_path, input_path, overwrite=True)
+      file_denoising.denoise_file(self.saved, input_path, input_path, overwrite=True)
     with self.assertRaisesRegex(ValueError, "is a directory: name the .wav file"):
-      denoise.denoise_file(self.saved, input_path, self.out_dir)
+      file_denoising.denoise_file(self.saved, input_path, self.out_dir)
     existing = os.path.join(self.out_dir, "existing.wav")
     with open(existing, "wb") as f:
       f.write(b"mine")
     with self.assertRaisesRegex(FileExistsError, "exists; pass overwrite"):
-      denoise.denoise_file(self.saved, input_path, existing)
+      file_denoising.denoise_file(self.saved, input_path, existing)
     with open(existing, "rb") as f:
       self.assertEqual(f.read(), b"mine")
     self.assertEqual(tf.io.read_file(input_path).numpy(), original)
     with self.assertRaisesRegex(ValueError, "is a trainer.main model_dir, not an export: "
                                 "run python -m trainer.export --model_dir="):
-      denoise.denoise_file(self.model_dir, input_path, existing, overwrite=True)
+      file_denoising.denoise_file(self.model_dir, input_path, existing, overwrite=True)
     with self.assertRaisesRegex(ValueError, "holds no SavedModel"):
-      denoise.denoise_file(self.out_dir, input_path, existing, overwrite=True)
-    denoise.denoise_file(self.saved, input_path, existing, overwrite=True)
+      file_denoising.denoise_file(self.out_dir, input_path, existing, overwrite=True)
+    file_denoising.denoise_file(self.saved, input_path, existing, overwrite=True)
     self.assertEqual(audio.load(existing)[1], 8000)
     self.assertEqual(sorted(os.listdir(self.out_dir)),
                      ["existing.wav", "exported", "noisy.wav"])
@@ -146,16 +145,16 @@ class ExportTest(tf.test.TestCase):
     before = sorted(os.walk(self.saved))
     with self.assertRaisesRegex(ValueError, "must end in .wav: the enhanced audio is written "
                                 "as 16-bit WAV"):
-      denoise.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "x.flac"))
+      file_denoising.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "x.flac"))
     with self.assertRaisesRegex(ValueError, "lies inside the SavedModel"):
-      denoise.denoise_file(self.saved, input_path,
+      file_denoising.denoise_file(self.saved, input_path,
                            os.path.join(self.saved, "saved_model.pb.wav"), overwrite=True)
     for kwargs, pattern in ((dict(chunk_seconds=float("nan")), "chunk_seconds=nan must be a "
                              "positive number"),
                             (dict(overlap_seconds=2.0, chunk_seconds=1.0),
                              r"overlap_seconds=2.0 must be in \[0, chunk_seconds=1\)")):
       with self.assertRaisesRegex(ValueError, pattern):
-        denoise.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "y.wav"),
+        file_denoising.denoise_file(self.saved, input_path, os.path.join(self.out_dir, "y.wav"),
                              **kwargs)
     self.assertEqual(sorted(os.walk(self.saved)), before)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported", "noisy.wav"])
@@ -169,7 +168,7 @@ class ExportTest(tf.test.TestCase):
     helpers.write_audio(input_path, signal, rate, "float")
     output_path = os.path.join(self.out_dir, "enhanced.wav")
     with self.assertLogs(level="WARNING") as logs:
-      denoise.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
+      file_denoising.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
                            overlap_seconds=0.25)
     self.assertTrue(any("1 non-finite sample(s) (NaN/inf) from 0.500 s: replaced by 0" in line
                         for line in logs.output), logs.output)
@@ -182,7 +181,7 @@ class ExportTest(tf.test.TestCase):
     for output in (self.model_dir, os.path.join(self.model_dir, "exported"),
                    os.path.dirname(self.model_dir)):
       with self.assertRaisesRegex(ValueError, "overlaps the model_dir"):
-        export.export(self.model_dir, output, overwrite=True)
+        saved_model.export(self.model_dir, output, overwrite=True)
     self.assertEqual(sorted(os.walk(self.model_dir)), before)
 
   def test_a_folder_of_other_files_is_refused_even_with_overwrite(self):
@@ -192,21 +191,21 @@ class ExportTest(tf.test.TestCase):
       f.write("keep me")
     with self.assertRaisesRegex(FileExistsError, "is not an earlier export; nothing was "
                                 "changed"):
-      export.export(self.model_dir, folder, overwrite=True)
+      saved_model.export(self.model_dir, folder, overwrite=True)
     self.assertEqual(os.listdir(folder), ["notes.txt"])
 
   def test_an_earlier_export_is_replaced_only_with_overwrite(self):
     with self.assertRaisesRegex(FileExistsError, "holds an earlier export; pass overwrite"):
-      export.export(self.model_dir, self.saved)
+      saved_model.export(self.model_dir, self.saved)
     stamp = os.path.getmtime(os.path.join(self.saved, "saved_model.pb"))
-    export.export(self.model_dir, self.saved, overwrite=True)
+    saved_model.export(self.model_dir, self.saved, overwrite=True)
     self.assertGreaterEqual(os.path.getmtime(os.path.join(self.saved, "saved_model.pb")), stamp)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # no temporaries left
     tf.saved_model.load(self.saved)
 
   def test_the_weight_average_is_exported_when_the_run_kept_one(self):
     with self.assertRaisesRegex(ValueError, "--weights=ema, but .* holds no weight average"):
-      export.export(self.model_dir, os.path.join(self.out_dir, "ema"), weights="ema")
+      saved_model.export(self.model_dir, os.path.join(self.out_dir, "ema"), weights="ema")
     variables = contract.tf_variables(self.model)
     ema = optim.ExponentialMovingAverage(0.5)
     ema.build(variables)
@@ -218,25 +217,25 @@ class ExportTest(tf.test.TestCase):
     ema.copy_to(contract.tf_variables(averaged))
     x = tf.random.normal([1, 1234])
     for weights, want in (("auto", averaged), ("ema", averaged), ("raw", self.model)):
-      loaded = tf.saved_model.load(export.export(
+      loaded = tf.saved_model.load(saved_model.export(
           self.model_dir, os.path.join(self.out_dir, weights), weights=weights))
       self.assertAllClose(loaded.denoise(x), kept(want, x), rtol=1e-5, atol=1e-6)
 
   def test_the_best_or_a_named_checkpoint_is_exported(self):
     with self.assertRaisesRegex(FileNotFoundError, "No checkpoint in .*best: train with "
                                 "--keep_best=METRIC"):
-      export.export(self.model_dir, os.path.join(self.out_dir, "none"), checkpoint="best")
+      saved_model.export(self.model_dir, os.path.join(self.out_dir, "none"), checkpoint="best")
     state = tf.train.Checkpoint(model=self.model)
     first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
     for variable in self.model.trainable_variables:
       variable.assign(variable * 2.0)
     best.KeepBest(state, self.model_dir, "si_sdr")(5, dict(si_sdr=10.0))
     x = tf.random.normal([1, 1234])
-    loaded = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "b"),
+    loaded = tf.saved_model.load(saved_model.export(self.model_dir, os.path.join(self.out_dir, "b"),
                                                checkpoint="best"))
     scale = float(tf.reduce_max(tf.abs(self.model(x))))  # doubled weights: large outputs
     self.assertAllClose(loaded.denoise(x), kept(self.model, x), atol=1e-5 * scale)
-    named = tf.saved_model.load(export.export(self.model_dir, os.path.join(self.out_dir, "n"),
+    named = tf.saved_model.load(saved_model.export(self.model_dir, os.path.join(self.out_dir, "n"),
                                               checkpoint=first))
     self.assertNotAllClose(named.denoise(x), kept(self.model, x))
 
@@ -244,14 +243,14 @@ class ExportTest(tf.test.TestCase):
     first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
     x = tf.random.normal([1, 1234])
     for i, file in enumerate((first + ".index", first + ".data-00000-of-00001")):
-      loaded = tf.saved_model.load(export.export(self.model_dir, f"{self.out_dir}/f{i}",
+      loaded = tf.saved_model.load(saved_model.export(self.model_dir, f"{self.out_dir}/f{i}",
                                                  checkpoint=file))
       self.assertAllClose(loaded.denoise(x), kept(self.model, x), rtol=1e-5, atol=1e-6)
     missing = os.path.join(self.model_dir, "checkpoints", "ckpt-99")
     with self.assertRaisesRegex(run_dir.CheckpointError,
                                 f"--checkpoint={missing} is not a checkpoint \\(there is no "
                                 f"{missing}.index\\)"):
-      export.export(self.model_dir, f"{self.out_dir}/m", checkpoint=missing)
+      saved_model.export(self.model_dir, f"{self.out_dir}/m", checkpoint=missing)
 
   @pytest.mark.end_to_end
   def test_a_checkpoint_without_the_models_variables_is_refused(self):
@@ -266,7 +265,7 @@ class ExportTest(tf.test.TestCase):
       with self.assertRaisesRegex(run_dir.CheckpointError,
                                   f"--checkpoint={path} lacks {total} of the model's {total} "
                                   "variables", msg=name):
-        export.export(self.model_dir, f"{self.out_dir}/{name}", checkpoint=path)
+        saved_model.export(self.model_dir, f"{self.out_dir}/{name}", checkpoint=path)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])
     result = helpers.run_module("trainer.export", f"--model_dir={self.model_dir}",
                                 f"--output={self.out_dir}/cli", f"--checkpoint={path}")
@@ -285,9 +284,9 @@ class ExportTest(tf.test.TestCase):
         raise tf.errors.PermissionDeniedError(None, None, "Permission denied")
       return real_rename(source, target, overwrite)
 
-    with mock.patch.object(export.tf.io.gfile, "rename", rename):
+    with mock.patch.object(saved_model.tf.io.gfile, "rename", rename):
       with self.assertRaisesRegex(OSError, "Could not write the export .*Permission denied"):
-        export.export(self.model_dir, self.saved, overwrite=True)
+        saved_model.export(self.model_dir, self.saved, overwrite=True)
     with open(saved_model_pb, "rb") as f:
       self.assertEqual(f.read(), before)
     self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported"])  # nothing else left
@@ -298,14 +297,14 @@ class ExportTest(tf.test.TestCase):
     with open(notes, "w") as f:
       f.write("keep me")
     with self.assertRaisesRegex(ValueError, f"lies under {notes}, which is a file"):
-      export.export(self.model_dir, os.path.join(notes, "sub", "export"))
+      saved_model.export(self.model_dir, os.path.join(notes, "sub", "export"))
     with open(notes) as f:
       self.assertEqual(f.read(), "keep me")
 
   def test_missing_checkpoint_is_explained(self):
     empty = self.create_tempdir().full_path
     with self.assertRaisesRegex(FileNotFoundError, "config.json is missing"):
-      export.export(empty, os.path.join(self.out_dir, "out"))
+      saved_model.export(empty, os.path.join(self.out_dir, "out"))
 
 
 class MaskExportTest(ExportTest):
@@ -314,55 +313,6 @@ class MaskExportTest(ExportTest):
 
   def test_builds_the_mask_model(self):
     self.assertEqual(type(self.model).__name__, "MaskDenoiser")
-
-
-class EnhanceTest(tf.test.TestCase):
-
-  def test_chunks_cross_fade_back_to_the_whole(self):
-    signal = np.random.default_rng(1).normal(size=10007).astype(np.float32)
-    halve = lambda x: 0.5 * x.numpy()
-    for chunk, overlap in ((1000, 0), (1000, 250), (4096, 1000), (20000, 100)):
-      out = denoise.enhance(halve, signal, chunk=chunk, overlap=overlap, batch_size=3)
-      self.assertAllClose(out, 0.5 * signal, atol=1e-6)
-
-  def test_the_model_never_sees_silence_padding(self):
-    signal = np.random.default_rng(2).normal(size=10007).astype(np.float32)  # no exact zeros
-    seen = []
-
-    def record(pieces):
-      seen.append(pieces.numpy())
-      return pieces
-
-    for chunk in (1000, 3000, 10007, 50000):
-      seen.clear()
-      out = denoise.enhance(record, signal, chunk=chunk, overlap=100)
-      self.assertAllClose(out, signal, atol=1e-6)
-      self.assertTrue(all(np.all(p != 0) for p in seen), chunk)
-      self.assertEqual({p.shape[1] for p in seen}, {min(chunk, len(signal))})
-
-  def test_a_file_is_streamed_segment_by_segment_back_to_the_whole(self):
-    rate = 8000
-    signal = np.random.default_rng(3).uniform(-0.5, 0.5, size=7 * rate + 123).astype(np.float32)
-    path = os.path.join(self.create_tempdir().full_path, "long.wav")
-    helpers.write_audio(path, signal, rate, "float")
-    halve = types.SimpleNamespace(sample_rate=tf.constant(rate),
-                                  denoise_keeping=lambda x, *shares: 0.5 * x.numpy())
-    read = []
-    source = audio.AudioFile(path)
-    real_read = source.read
-    source.read = lambda start, stop: read.append((start, stop)) or real_read(start, stop)
-    with mock.patch.object(denoise, "SEGMENT_SECONDS", 2.0):
-      blocks = list(denoise.denoise_stream(halve, source, chunk_seconds=0.5,
-                                           overlap_seconds=0.25, keep_input=0.0,
-                                           keep_presence=0.0))
-    self.assertAllClose(np.concatenate(blocks), 0.5 * signal, atol=1e-6)
-    self.assertLen(read, 4)  # 2 s segments overlapping by 0.25 s: never the whole file
-    self.assertTrue(all(stop - start <= 2 * rate for start, stop in read))
-    self.assertLessEqual(max(len(b) for b in blocks), 2 * rate)
-
-  def test_bad_overlap(self):
-    with self.assertRaisesRegex(ValueError, "overlap"):
-      denoise.enhance(lambda x: x, np.zeros(10), chunk=100, overlap=100)
 
 
 if __name__ == "__main__":

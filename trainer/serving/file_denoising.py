@@ -18,9 +18,9 @@ import tensorflow as tf
 from common import checks
 from common import files
 from input import audio
-from trainer.models import card
+from ops import kept_input
 from trainer.serving import band_extension
-from trainer.serving import kept_input
+from trainer.serving import saved_model as saved_model_lib
 
 SEGMENT_SECONDS = 60.0  # read and enhanced at once: what bounds the memory
 
@@ -137,24 +137,6 @@ def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> i
   return clipped
 
 
-def load(saved_model: str):
-  """The exported module; a clear error for a directory that is not a trainer.export output
-  (or one written before exports kept a share of the input)."""
-  if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
-    if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
-      raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
-                       f"python -m trainer.export --model_dir={saved_model} "
-                       "--output=exported/<name> and pass that directory.")
-    raise ValueError(f"{saved_model} holds no SavedModel (saved_model.pb): pass a directory "
-                     "written by python -m trainer.export.")
-  module = tf.saved_model.load(saved_model)
-  if not hasattr(module, "denoise_keeping"):
-    raise ValueError(f"{saved_model} was exported before exports kept a share of the input "
-                     "(it has no denoise_keeping): export the run again with python -m "
-                     "trainer.export --overwrite.")
-  return module
-
-
 def _same_file(a: str, b: str) -> bool:
   try:
     return os.path.samefile(a, b)
@@ -200,7 +182,7 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
     raise checks.ArgumentError("overlap_seconds", overlap_seconds,
                                f"must be in [0, chunk_seconds={chunk_seconds:g}).")
   check_output(input_path, output_path, saved_model=saved_model, overwrite=overwrite)
-  module = load(saved_model)
+  module = saved_model_lib.load_export(saved_model)
   keep_input, keep_presence = kept_shares(module, keep_input, keep_presence)
   source = audio.AudioFile(input_path)
   with files.atomic_writer(output_path) as f:

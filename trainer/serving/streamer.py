@@ -1,16 +1,16 @@
 """Real-time enhancement with a causal model: `feed(samples)` returns what is ready, carrying every piece of state between calls.
 
-    streamer = stream.Streamer.for_model(model)   # a causal mask model or U-Net
-    for block in microphone:                      # any sizes: 1 sample, 7, a hop, ...
-      speaker.write(streamer.feed(block))
-    speaker.write(streamer.flush())               # the rest, as the whole clip ends
+    stream = streamer.Streamer.for_model(model)  # any causal model
+    for block in microphone:                    # any sizes: 1 sample, 7, a hop, ...
+      speaker.write(stream.feed(block))
+    speaker.write(stream.flush())               # the rest, as the whole clip ends
 
 Concatenated, the output equals the model's offline output on the same audio,
-with the same share of the input kept (`kept_input.enhance`).
-A step takes one hop of samples and the state - one float32 vector, so the
-same step runs from a SavedModel (`trainer.export` writes it as the
-`stream_step` signature) or outside Python - and returns a hop of output and
-the new state. `Streamer` does the rest on the host: blocks of any size in,
+with the same share of the input kept (its `keeping`). Each architecture
+composes its own step (`model.stream_step`: trainer.models.streaming). A step
+takes one hop of samples and the state - one float32 vector, so the same step
+runs from a SavedModel (`trainer.export` writes it as the `stream_step`
+signature) or outside Python - and returns a hop of output and the new state. `Streamer` does the rest on the host: blocks of any size in,
 the offline model's leading samples cut, the end of a clip on `flush`.
 """
 
@@ -19,36 +19,29 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from trainer.models import mask as mask_lib
-from trainer.models import unet as unet_lib
-from trainer.serving import kept_input
-from trainer.serving import mask_step
-from trainer.serving import stream_step
+from ops import kept_input
+from trainer.models import contract
+from trainer.models import streaming
 from trainer.serving import tflite_runtime
-from trainer.serving import unet_step
 
 # step(samples [hop], state [size]) -> (output [hop], state [size])
 StepFn = Callable[[tf.Tensor, tf.Tensor], Tuple[tf.Tensor, tf.Tensor]]
 
 
-def step_for(model, *, transform: str = "fft", keep_input=kept_input.KEEP,
-             keep_presence=kept_input.PRESENCE_KEEP) -> stream_step.StreamStep:
-  """The stream step of a causal model: a mask model's hop (its STFT as `transform`
-  computes it) or a U-Net's block, keeping those shares of the input.
+def step_for(model: contract.Denoiser, *, transform: Optional[str] = None,
+             keep_input=kept_input.KEEP,
+             keep_presence=kept_input.PRESENCE_KEEP) -> streaming.StreamStep:
+  """The stream step of a causal model (`model.stream_step`), keeping those shares of the
+  input; `transform`: how a model with an STFT computes it (None: its default).
 
   Raises:
-    ValueError: the model looks ahead, or is of a kind that does not stream.
+    ValueError: the model looks ahead, or its stream's state would be unbounded.
   """
-  if not getattr(model, "causal", False):
+  if not model.causal:
     raise ValueError("Only a causal model streams (train it with --causal): a model that "
                      "looks ahead needs audio that has not arrived yet.")
-  keep = dict(keep_input=keep_input, keep_presence=keep_presence)
-  if isinstance(model, mask_lib.MaskDenoiser):
-    return mask_step.MaskStep(model, transform=transform, **keep)
-  if isinstance(model, unet_lib.UNet):
-    return unet_step.UNetStep(model, **keep)
-  raise ValueError(f"A {type(model).__name__} has no stream step: the mask model and the "
-                   "U-Net stream.")
+  return model.stream_step(keep_input=keep_input, keep_presence=keep_presence,
+                           transform=transform)
 
 
 class Streamer:

@@ -1,4 +1,4 @@
-"""How much of the unprocessed input goes back into a denoiser's output, by frequency - in the graph, so every export gives what trainer.denoise gives.
+"""How much of the unprocessed input goes back into a denoiser's output, by frequency: the shares and the filters that keep them, in the graph, so every export gives what trainer.denoise gives.
 
 Keeping a share `k` of the input (`enhanced + k * (input - enhanced)`)
 limits the attenuation to about `20 log10(k)` dB and restores speech that the
@@ -8,18 +8,18 @@ with noise that is strong there (white, pink), removes most of the speech's
 envelope; less is kept elsewhere, where the model is reliable. The share
 ramps linearly in log frequency between the two (PRESENCE_HZ).
 
-A mask model keeps it as a floor on its gain per bin, `G + k (1 - G)`: exact
-in its STFT and no later than the model, so a stream keeps it too. Any other
-model has the residual (input less output) added back through a short
-minimum-phase filter whose gain is the share: causal too, so its stream
-keeps it with no added latency.
+Each model applies its own rule (its `keeping` and stream step): a model
+with a gain per STFT bin floors it at `G + k (1 - G)` with `bin_shares`, exact
+in its STFT and no later than the model, so a stream keeps it too; any other
+adds the residual (input less output) back through `ResidualFilter`, a short
+minimum-phase filter whose gain is the share: causal too, so its stream keeps
+it with no added latency.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from common import checks
-from trainer.models import mask
 
 KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB at most)
 PRESENCE_KEEP = 0.5  # share kept in the presence band (about -6 dB at most)
@@ -76,13 +76,25 @@ def residual_filter(rate: int, keep, presence_keep) -> tf.Tensor:
   return peak * tf.signal.irfft(minimum_phase, [size])[:taps]
 
 
-def add_back(enhanced: tf.Tensor, signal: tf.Tensor, rate: int, keep,
-             presence_keep) -> tf.Tensor:
-  """`enhanced` `[batch, time]` with `(signal - enhanced)` through `residual_filter` added:
-  the share of the input kept by a model without a gain per bin; causal."""
-  residual = tf.cast(signal, tf.float32) - tf.cast(enhanced, tf.float32)
-  taps = residual_filter(rate, keep, presence_keep)
-  return tf.cast(enhanced, tf.float32) + filter_causally(residual, taps)
+class ResidualFilter:
+  """Adds the residual `signal - enhanced` back through `residual_filter`: offline over
+  `[batch, time]`, or step by step over a stream with the residual's latest samples as
+  state. The filter is designed once, on construction."""
+
+  def __init__(self, rate: int, keep, presence_keep):
+    self.taps = residual_filter(rate, keep, presence_keep)
+    self.state_shape = [filter_taps(rate) - 1]
+
+  def __call__(self, enhanced: tf.Tensor, signal: tf.Tensor) -> tf.Tensor:
+    """`enhanced` `[batch, time]` with the filtered residual added (float32)."""
+    enhanced = tf.cast(enhanced, tf.float32)
+    return enhanced + filter_causally(tf.cast(signal, tf.float32) - enhanced, self.taps)
+
+  def step(self, enhanced: tf.Tensor, signal: tf.Tensor, history: tf.Tensor):
+    """The next samples `[n]` of a stream; returns `(output [n], new history)`."""
+    residual = signal - enhanced
+    out = enhanced + filter_causally(residual[None], self.taps, history[None])[0]
+    return out, tf.concat([history, residual], 0)[residual.shape[0]:]
 
 
 def filter_causally(signal: tf.Tensor, taps: tf.Tensor, history=None) -> tf.Tensor:
@@ -94,16 +106,6 @@ def filter_causally(signal: tf.Tensor, taps: tf.Tensor, history=None) -> tf.Tens
   return tf.nn.conv1d(padded, tf.reverse(taps, [0])[:, None, None], 1, "VALID")[:, :, 0]
 
 
-def bin_shares(model: mask.MaskDenoiser, keep, presence_keep) -> tf.Tensor:
-  """A mask model's share per STFT bin `[bins]`."""
-  fft_length = model.fft_length
-  return shares(np.arange(fft_length // 2 + 1) * model.sample_rate / fft_length, keep,
-                presence_keep)
-
-
-def enhance(model, waveform: tf.Tensor, sample_rate: int, keep, presence_keep) -> tf.Tensor:
-  """`model`'s output `[batch, time]` for `waveform` at `sample_rate`, with `shares(f)` of
-  the input kept (`keep` outside the presence band, `presence_keep` in it)."""
-  if isinstance(model, mask.MaskDenoiser):
-    return model(waveform, keep=bin_shares(model, keep, presence_keep))
-  return add_back(model(waveform), waveform, sample_rate, keep, presence_keep)
+def bin_shares(fft_length: int, rate: int, keep, presence_keep) -> tf.Tensor:
+  """The share per bin `[fft_length // 2 + 1]` of an STFT of `fft_length` at `rate`."""
+  return shares(np.arange(fft_length // 2 + 1) * rate / fft_length, keep, presence_keep)

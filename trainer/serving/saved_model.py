@@ -1,20 +1,17 @@
-"""Export: a run's checkpoint as a SavedModel with a `denoise(waveform[batch, time]) -> waveform` signature (the command: trainer.export)."""
+"""The SavedModel of a trained run: what it holds (`denoise(waveform[batch, time]) -> waveform` and, for a causal model, its stream step), writing it without losing anything, and loading it back (the command: trainer.export)."""
 
 import os
-import re
 import uuid
 
 from absl import logging
 import tensorflow as tf
 
-from common import checks
 from common import files
-from trainer import optim
+from ops import kept_input
 from trainer import run_dir
-from trainer.models import card as card_lib
+from trainer.models import card
 from trainer.models import contract
-from trainer.serving import kept_input
-from trainer.serving import stream
+from trainer.serving import streamer
 
 
 WAVEFORM = tf.TensorSpec([None, None], tf.float32, name="waveform")
@@ -22,13 +19,14 @@ WAVEFORM = tf.TensorSpec([None, None], tf.float32, name="waveform")
 
 class ExportedDenoiser(tf.Module):
   """What the SavedModel holds: the model, its sample rate, the share of the input it keeps
-  (`keep_input`, `keep_presence`: trainer.serving.kept_input) and two functions:
+  (`keep_input`, `keep_presence`: ops.kept_input) and two functions:
   `denoise(waveform)` keeps those shares, `denoise_keeping(waveform, keep_input,
   keep_presence)` the shares given. A causal model's also holds `stream_step`
-  (trainer.serving.stream, with the stored shares; its `info` output: hop, lead,
+  (the model's own, with the stored shares; its `info` output: hop, lead,
   latency) and `state_size`."""
 
-  def __init__(self, model, sample_rate: int, *, keep_input: float = kept_input.KEEP,
+  def __init__(self, model: contract.Denoiser, sample_rate: int, *,
+               keep_input: float = kept_input.KEEP,
                keep_presence: float = kept_input.PRESENCE_KEEP):
     super().__init__()
     kept_input.check(keep_input, keep_presence)
@@ -37,11 +35,11 @@ class ExportedDenoiser(tf.Module):
     self.keep_input = tf.Variable(keep_input, dtype=tf.float32, trainable=False)
     self.keep_presence = tf.Variable(keep_presence, dtype=tf.float32, trainable=False)
     self._rate = sample_rate
-    self.streams = getattr(model, "causal", False)
+    self.streams = model.causal
     if self.streams:
       try:
-        step = stream.step_for(model, keep_input=self.keep_input,
-                               keep_presence=self.keep_presence)
+        step = streamer.step_for(model, keep_input=self.keep_input,
+                                 keep_presence=self.keep_presence)
       except ValueError as e:  # e.g. a causal U-Net attending to everything so far
         logging.warning("The export will not stream: %s", e)
         self.streams = False
@@ -60,95 +58,11 @@ class ExportedDenoiser(tf.Module):
   def denoise_keeping(self, waveform, keep_input, keep_presence):
     """As `denoise`, keeping `keep_presence` of the input in the presence band and
     `keep_input` elsewhere (each in [0, 1]; 0 and 0: the model's output alone)."""
-    return kept_input.enhance(self.model, waveform, self._rate, keep_input, keep_presence)
+    return self.model.keeping(waveform, keep_input, keep_presence)
 
   def signatures(self) -> dict:
     functions = {"denoise": self.denoise, "denoise_keeping": self.denoise_keeping}
     return dict(functions, stream_step=self.stream_step) if self.streams else functions
-
-
-WEIGHTS = ("auto", "ema", "raw")
-
-
-def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "latest"):
-  """`(model, sample_rate, weights used)` from a checkpoint of the run in `model_dir`.
-
-  `weights`: ema (the moving average; an error if the run kept none), raw (the
-  trained weights), or auto (the average if there is one). `checkpoint`: latest
-  (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
-  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000). Every variable of
-  the model must be in the checkpoint.
-  """
-  checks.one_of("weights", weights, WEIGHTS)
-  card = card_lib.ModelCard.read(model_dir)
-  model = card.build()
-  restored = _restore(model, model_dir, checkpoint)
-  has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
-  if weights == "ema" and not has_average:
-    raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
-                     "--ema_decay, or export --weights=raw.")
-  if has_average and weights != "raw":
-    variables = contract.tf_variables(model)
-    ema = optim.ExponentialMovingAverage(0.5)
-    ema.build(variables)
-    run_dir.restore(tf.train.Checkpoint(ema=ema), restored, partial=True)
-    ema.copy_to(variables)
-    return model, card.sample_rate, "ema"
-  return model, card.sample_rate, "raw"
-
-
-def _restore(model: tf.Module, model_dir: str, checkpoint: str) -> str:
-  """Restores `checkpoint` (latest | best | a path) of `model_dir` into `model`; its path."""
-  state = tf.train.Checkpoint(model=model)
-  if checkpoint not in ("latest", "best"):
-    path = checkpoint_prefix(checkpoint)
-    missing = missing_variables(model, path)
-    if missing:
-      total = len(model.trainable_variables)
-      raise run_dir.CheckpointError(
-          f"--checkpoint={checkpoint} lacks {len(missing)} of the model's {total} variables "
-          f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): it is not a "
-          f"checkpoint of the model in {model_dir}. Pass one of that run's checkpoints.")
-    try:
-      run_dir.restore(state, path, partial=True)
-    except run_dir.UNREADABLE as e:
-      raise run_dir.CheckpointError(f"--checkpoint={checkpoint} cannot be restored "
-                                        f"({files.reason(e)}).") from None
-    return path
-  directory = os.path.join(model_dir, run_dir.BEST_DIR if checkpoint == "best"
-                           else run_dir.CHECKPOINT_DIR)
-  restored = run_dir.restore_newest_intact(state, directory, partial=True)
-  if restored is None:
-    hint = "train with --keep_best=METRIC" if checkpoint == "best" else "train first"
-    raise FileNotFoundError(f"No checkpoint in {directory}: {hint}.")
-  return restored
-
-
-def missing_variables(model: tf.Module, path: str) -> list:
-  """The variables of `model` (a tf.Module, saved as `model=`) that the checkpoint at `path`
-  does not hold, by their paths in the model."""
-  held = {name for name, _ in tf.train.list_variables(path)}
-  paths = ["/".join(map(str, where)) for where, _ in model._flatten(  # pylint: disable=protected-access
-      predicate=lambda v: isinstance(v, tf.Variable), with_path=True)]
-  return [p for p in paths if f"model/{p}/.ATTRIBUTES/VARIABLE_VALUE" not in held]
-
-
-def checkpoint_prefix(path: str) -> str:
-  """The checkpoint prefix `path` names: itself, or without the `.index` / `.data-*` file
-  ending a user may pass (said in the log).
-
-  Raises:
-    CheckpointError: there is no checkpoint at that prefix.
-  """
-  prefix = re.sub(r"\.(index|data-\d+-of-\d+)$", "", path)
-  if prefix != path:
-    logging.info("--checkpoint=%s is a file of checkpoint %s: exporting that checkpoint.",
-                 path, prefix)
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise run_dir.CheckpointError(
-        f"--checkpoint={path} is not a checkpoint (there is no {prefix}.index): pass latest, "
-        "best, or a checkpoint prefix such as runs/x/checkpoints/ckpt-2000.")
-  return prefix
 
 
 # What tf.saved_model.save writes: a directory holding only these is an earlier export.
@@ -189,12 +103,12 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   It is written under a temporary name beside `output` and renamed into place
   when complete; an earlier export is replaced only with `overwrite`, and
   nothing else (least of all the model_dir) is ever removed. `weights` and
-  `checkpoint`: see `restore_model`; `keep_input`, `keep_presence`: the shares
+  `checkpoint`: see `run_dir.restore_model`; `keep_input`, `keep_presence`: the shares
   of the input its `denoise` and `stream_step` keep.
   """
   kept_input.check(keep_input, keep_presence)
   check_output(model_dir, output, overwrite=overwrite)
-  model, sample_rate, used = restore_model(model_dir, weights, checkpoint)
+  model, sample_rate, used = run_dir.restore_model(model_dir, weights, checkpoint)
   logging.info("Exporting the %s weights of %s.", used, model_dir)
   module = ExportedDenoiser(model, sample_rate, keep_input=keep_input,
                             keep_presence=keep_presence)
@@ -228,3 +142,21 @@ def _replace(new: str, output: str, previous: str):
     tf.io.gfile.rename(previous, output)
     raise
   tf.io.gfile.rmtree(previous)
+
+
+def load_export(saved_model: str):
+  """The exported module; a clear error for a directory that is not a trainer.export output
+  (or one written before exports kept a share of the input)."""
+  if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
+    if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
+      raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
+                       f"python -m trainer.export --model_dir={saved_model} "
+                       "--output=exported/<name> and pass that directory.")
+    raise ValueError(f"{saved_model} holds no SavedModel (saved_model.pb): pass a directory "
+                     "written by python -m trainer.export.")
+  module = tf.saved_model.load(saved_model)
+  if "denoise_keeping" not in module.signatures:
+    raise ValueError(f"{saved_model} was exported before exports kept a share of the input "
+                     "(it has no denoise_keeping): export the run again with python -m "
+                     "trainer.export --overwrite.")
+  return module
