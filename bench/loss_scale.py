@@ -22,7 +22,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import speech  # pylint: disable=g-import-not-at-top
 from trainer import losses  # pylint: disable=g-import-not-at-top
-from trainer import main as program  # pylint: disable=g-import-not-at-top
+from trainer.program.config import configs as configs_lib  # pylint: disable=g-import-not-at-top
 from trainer.models import contract  # pylint: disable=g-import-not-at-top
 from trainer.program import flagfiles  # pylint: disable=g-import-not-at-top
 
@@ -61,7 +61,7 @@ def main(argv):
   for name, setup in SETUPS.items():
     flags.FLAGS.unparse_flags()
     flags.FLAGS(flagfiles.resolve([argv[0], *setup, *argv[1:]]))
-    configs = program.Configs()
+    configs = configs_lib.Configs.from_flags()
     card = configs.model.model_card(sample_rate=configs.data.sample_rate, seed=0)
     model = card.build()
     loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,

@@ -10,7 +10,6 @@ augmentation) and its forward pass. Extra arguments are trainer.main flags:
   TF_ENABLE_ONEDNN_OPTS=1 python -m bench.step_parts --jit_compile=on
 """
 
-import copy
 import dataclasses
 import os
 import sys
@@ -22,7 +21,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
-from trainer import main as program  # pylint: disable=g-import-not-at-top
+from trainer.program.config import configs as configs_lib  # pylint: disable=g-import-not-at-top
 from trainer.program import build_step  # pylint: disable=g-import-not-at-top
 
 RUNS = 5
@@ -40,15 +39,13 @@ def variants(configs):
           ("- remix and reverb", {}, plain),
           ("model and -SI-SDR only", no_terms, plain)]
   for name, model_changes, data_changes in rows:
-    changed = copy.copy(configs)
-    changed.model = dataclasses.replace(model, **model_changes)
-    changed.data = dataclasses.replace(data, **data_changes)
-    yield name, changed
+    yield name, dataclasses.replace(configs, model=dataclasses.replace(model, **model_changes),
+                                    data=dataclasses.replace(data, **data_changes))
 
 
 def main(argv):
   flags.FLAGS(argv)
-  configs = program.Configs()
+  configs = configs_lib.Configs.from_flags()
   run = configs.run
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   samples = int(configs.data.crop_seconds * configs.data.sample_rate)

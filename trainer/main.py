@@ -12,7 +12,6 @@ import os
 import sys
 
 from absl import app
-from absl import flags
 import tensorflow as tf
 
 from common import cli
@@ -26,27 +25,10 @@ from trainer.program import build_data
 from trainer.program import build_loop
 from trainer.program import diagnose
 from trainer.program import flagfiles
-from trainer.program.config import combinations
-from trainer.program.config import data as data_config
-from trainer.program.config import model as model_config
-from trainer.program.config import optimization as optimization_config
-from trainer.program.config import run as run_config
-
-FLAGS = flags.FLAGS
+from trainer.program.config import configs as configs_lib
 
 
-class Configs:
-  """Every flag module's configuration (raises ArgumentError naming a bad flag)."""
-
-  def __init__(self):
-    self.run = run_config.from_flags()
-    self.data = data_config.from_flags()
-    self.model = model_config.from_flags()
-    self.optimization = optimization_config.from_flags()
-    combinations.check(self)
-
-
-def run(configs: Configs) -> str:
+def run(configs: configs_lib.Configs) -> str:
   """Trains, evaluates or diagnoses as configured; returns how it ended."""
   job = build.build(configs)
   mode = configs.run.mode
@@ -93,7 +75,7 @@ def main(argv):
     sys.exit(f"trainer.main: unexpected arguments {argv[1:]}; every setting is a --flag.")
   with cli.one_line_errors("trainer.main", recovery.Diverged, run_dir.CheckpointError,
                            lock.LockedError):
-    configs = Configs()
+    configs = configs_lib.Configs.from_flags()
     try:
       outcome = run(configs)
     except tf.errors.DataLossError as e:
@@ -106,10 +88,10 @@ def main(argv):
           f"TensorBoard: tensorboard --logdir {model_dir}")
 
 
-def _explain_data_loss(configs: Configs, error: tf.errors.DataLossError) -> str:
+def _explain_data_loss(configs: configs_lib.Configs, error: tf.errors.DataLossError) -> str:
   """Names the damaged shard(s): TFRecord errors do not."""
   data = configs.data
-  data_dir = data.data_dir or build_data.synthetic_dir(configs)
+  data_dir = data.data_dir or build_data.synthetic_dir(data, configs.run.model_dir)
   bad = []
   for split in filter(None, (*data.train_splits(), data.eval_split)):
     if tf.io.gfile.exists(records.manifest_path(data_dir, split)):

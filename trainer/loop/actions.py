@@ -1,4 +1,4 @@
-"""What the controller does between calls of the step: the chunk it reports, progress, periodic work, profiling, stop requests."""
+"""What the controller does between calls of the step and after each eval: the chunk it reports, progress, periodic work, profiling, stop requests."""
 
 import contextlib
 import dataclasses
@@ -42,6 +42,14 @@ class Chunk:
     return every > 0 and self.after // every > self.before // every
 
 
+# A train action: called with each chunk of steps that ran (the controller's own report
+# progress, write summaries, save checkpoints and evaluate; pass more as `train_actions`).
+TrainAction = Callable[[Chunk], None]
+# An eval action: called with the step and the results of each eval while training; a text it
+# returns is a reason to stop training early (e.g. best.KeepBest, then best.EarlyStop).
+EvalAction = Callable[[int, Dict[str, float]], Optional[str]]
+
+
 class ProgressLog:
   """A progress line (step, rate, ETA, loss, throughput) every `every` steps and at the end."""
 
@@ -61,7 +69,7 @@ class ProgressLog:
         f"{chunk.audio_seconds_per_second:.1f} audio-s/s"), force=True)
 
 
-def every(steps: int, fn: Callable[[int], object]) -> Callable[[Chunk], None]:
+def every(steps: int, fn: Callable[[int], object]) -> TrainAction:
   """An action calling `fn(step)` whenever a chunk crosses a multiple of `steps` (0: never)."""
 
   def action(chunk: Chunk):

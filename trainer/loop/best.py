@@ -1,4 +1,4 @@
-"""The best checkpoint by an eval metric (kept apart, never removed by max_to_keep) and early stopping on it."""
+"""Eval actions: the best checkpoint by an eval metric (kept apart, never removed by max_to_keep) and early stopping on it."""
 
 import math
 import os
@@ -40,7 +40,11 @@ class KeepBest:
         "best afresh.")
     return best if best and best["metric"] == self.metric else None
 
-  def __call__(self, step: int, results: Dict[str, float]) -> bool:
+  def __call__(self, step: int, results: Dict[str, float]) -> None:
+    """The eval action: keeps the weights if `results` improved the metric."""
+    self.consider(step, results)
+
+  def consider(self, step: int, results: Dict[str, float]) -> bool:
     """Whether `results` improved the metric (then the weights were saved)."""
     if self.metric not in results:
       raise checks.ArgumentError("keep_best", self.metric, "is not an eval metric; use one of "
@@ -61,12 +65,21 @@ class KeepBest:
 
 
 class EarlyStop:
-  """Asks to stop after `patience` evals in a row without a new best."""
+  """Asks to stop after `patience` evals in a row without a new best: an eval action after
+  `keep_best` (every worker sees the same evals, so all stop after the same step)."""
 
-  def __init__(self, patience: int):
+  def __init__(self, keep_best: KeepBest, patience: int):
     self.patience = checks.at_least("early_stop_patience", patience, 1)
+    self._keep_best = keep_best
     self.without_improvement = 0
 
-  def __call__(self, improved: bool) -> bool:
+  def __call__(self, step: int, results: Dict[str, float]) -> Optional[str]:
+    """Why training stops after the eval at `step`, or None."""
+    del results  # KeepBest has judged them
+    best = self._keep_best.best
+    improved = best is not None and best["step"] == step
     self.without_improvement = 0 if improved else self.without_improvement + 1
-    return self.without_improvement >= self.patience
+    if self.without_improvement < self.patience:
+      return None
+    return (f"No new best {self._keep_best.metric} in {self.patience} evals; stopping early "
+            f"at step {step} (best: {best}).")

@@ -1,10 +1,10 @@
-"""The outer loop: call the step in chunks of steps, give each action its turn, stop cleanly, evaluate."""
+"""The outer loop: call the step in chunks of steps, give each train action its turn, evaluate and give each eval action its turn, stop cleanly."""
 
 import dataclasses
 import enum
 import math
 import time
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -12,7 +12,6 @@ import tensorflow as tf
 from common import checks
 from common import progress
 from trainer.loop import actions
-from trainer.loop import best
 from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
 from trainer.loop import recovery as recovery_lib
@@ -24,7 +23,7 @@ class Outcome(str, enum.Enum):
   COMPLETED = "completed"
   END_OF_DATA = "end of data"  # the iterator ran out before train_steps
   STOPPED = "stopped"  # a signal, here or on another worker: see Controller.stopped_by
-  EARLY_STOPPED = "early stopped"  # no new best eval for early_stop patience evals
+  EARLY_STOPPED = "early stopped"  # an eval action asked to stop (e.g. best.EarlyStop)
   EVALUATED = "evaluated"
 
 
@@ -70,10 +69,11 @@ class Controller:
     evaluate: the periodic eval (`evaluate(step)`; it remembers `last_step`).
     agree: turns this worker's stop request into the cluster's decision
       (`actions.stop_agreement`); a lone worker decides alone.
-    keep_best: after each eval while training, keeps the best checkpoint
-      (`best.KeepBest`).
-    early_stop: with `keep_best`, ends training after its patience of evals
-      without a new best (`best.EarlyStop`; every worker sees the same evals).
+    train_actions: called with each chunk of steps after the controller's own
+      (summaries, progress, checkpoints, the periodic eval).
+    eval_actions: called in order after each eval while training, with its
+      step and results; the first to return a reason stops training early
+      (`best.KeepBest`, then `best.EarlyStop`).
     recovery: what a diverged chunk (`recovery.DivergenceGuard` with the
       config's bounds) calls to restore a checkpoint and restart the input
       (`recovery.Recovery`); without it a divergence stops training.
@@ -85,14 +85,14 @@ class Controller:
                evaluate: Optional[periodic_eval.PeriodicEval] = None,
                agree: Callable[[bool], bool] = lambda stop_here: stop_here,
                log: Callable[[str], None] = logging.info,
-               keep_best: Optional[best.KeepBest] = None,
-               early_stop: Optional[best.EarlyStop] = None,
+               train_actions: Sequence[actions.TrainAction] = (),
+               eval_actions: Sequence[actions.EvalAction] = (),
                recovery: Optional[recovery_lib.Recovery] = None):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
     self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
     self._summary_dir = summary_dir
     self._profiler = actions.Profiler(config.profile_steps, summary_dir, log=log)
-    self._keep_best, self._early_stop = keep_best, early_stop
+    self._train_actions, self._eval_actions = list(train_actions), list(eval_actions)
     self._early_stopped = False
     self._guard = recovery_lib.DivergenceGuard(
         config.max_skipped_steps, max_loss=config.divergence_loss,
@@ -113,18 +113,18 @@ class Controller:
                       lambda step: checkpoints.save(self._manager, step)),
     ]
     if self._evaluate is not None:
-      chunk_actions.append(actions.every(config.eval_every, self._evaluate_and_judge))
-    return chunk_actions
+      chunk_actions.append(actions.every(config.eval_every, self._evaluate_and_act))
+    return chunk_actions + self._train_actions
 
-  def _evaluate_and_judge(self, step: int):
-    """The periodic eval, then the best checkpoint and the early-stop decision."""
+  def _evaluate_and_act(self, step: int):
+    """The periodic eval, then each eval action until one asks to stop."""
     results = self._evaluate(step)
-    if self._keep_best is not None:
-      improved = self._keep_best(step, results)
-      if self._early_stop is not None and self._early_stop(improved):
-        self._log(f"No new best {self._keep_best.metric} in {self._early_stop.patience} "
-                  f"evals; stopping early at step {step} (best: {self._keep_best.best}).")
+    for action in self._eval_actions:
+      reason = action(step, results)
+      if reason:
+        self._log(reason)
         self._early_stopped = True
+        return
 
   def _recover(self, step: int, reason: str) -> int:
     """Goes back to the newest checkpoint with a fresh input; returns the step restored."""
@@ -207,6 +207,6 @@ class Controller:
     outcome = self.train()
     if (outcome == Outcome.COMPLETED and self._evaluate is not None
         and self._evaluate.last_step != self.step):
-      self._evaluate_and_judge(self.step)
+      self._evaluate_and_act(self.step)
     return outcome
 

@@ -2,14 +2,14 @@
 
 import os
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from absl import logging
 import tensorflow as tf
 
 from common import files
 from trainer import run_dir
-from trainer.loop import best
+from trainer.loop import actions
 from trainer.loop import periodic_eval
 
 POLL_SECONDS = 2.0
@@ -34,7 +34,7 @@ def newer_checkpoints(directory: str, after: Optional[int]) -> List[Tuple[int, s
 class Sidecar:
   """Evaluates every checkpoint a training run writes to `model_dir/checkpoints`, once each,
   oldest first, into `model_dir/eval/` and `eval_results.json` (and `best/` with
-  `keep_best`).
+  eval actions such as `best.KeepBest`).
 
   It starts after the step in `eval_results.json` (a restarted sidecar does not
   evaluate a checkpoint again) and ends after evaluating step `train_steps` or
@@ -53,19 +53,21 @@ class Sidecar:
     checkpoint_every: the run's steps between checkpoints (to tell which it removed).
     training: whether a training run holds the model_dir (`lock.training`).
     timeout_seconds: how long to wait for a new checkpoint.
-    keep_best: keeps the best checkpoint by an eval metric (`best.KeepBest`).
+    eval_actions: called after each eval with its step and results (e.g. `best.KeepBest`
+      keeps the best checkpoint); a sidecar cannot stop its trainer, so what they return
+      is not acted on.
     log: where the progress lines go.
   """
 
   def __init__(self, *, checkpoint: tf.train.Checkpoint, model_dir: str,
                evaluate: periodic_eval.PeriodicEval, train_steps: int,
                checkpoint_every: int, training: Callable[[], bool], timeout_seconds: float,
-               keep_best: Optional[best.KeepBest] = None,
+               eval_actions: Sequence[actions.EvalAction] = (),
                log: Callable[[str], None] = logging.info):
     self._checkpoint, self._model_dir, self._evaluate = checkpoint, model_dir, evaluate
     self._train_steps, self._training, self._timeout = train_steps, training, timeout_seconds
     self._every = checkpoint_every
-    self._keep_best, self._log = keep_best, log
+    self._eval_actions, self._log = list(eval_actions), log
     self.evaluated: List[int] = []
 
   def _evaluate_one(self, step: int, path: str):
@@ -76,8 +78,8 @@ class Sidecar:
                       "--keep_checkpoints removes old ones; passing it over.", path, e)
       return
     results = self._evaluate(step)
-    if self._keep_best is not None:
-      self._keep_best(step, results)
+    for action in self._eval_actions:
+      action(step, results)
     self.evaluated.append(step)
 
   def _warn_if_removed(self, last: int, step: int):

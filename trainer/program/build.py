@@ -24,12 +24,14 @@ from trainer.program import build_data
 from trainer.program import build_step
 from trainer.program import run_record
 from trainer.program import strategy as strategy_lib
+from trainer.program.config import configs as configs_lib
+from trainer.program.config import run as run_config
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
   """Everything a run needs; building it writes nothing but the synthetic corpus."""
-  configs: object  # trainer.main.Configs
+  configs: configs_lib.Configs
   strategy: tf.distribute.Strategy
   workers: int
   out_dir: str  # this worker's model_dir (the chief's is model_dir itself)
@@ -44,8 +46,8 @@ class Job:
   loop: controller_lib.LoopConfig
 
 
-def build(configs) -> Job:
-  """Builds the job `configs` (a trainer.main.Configs) describe.
+def build(configs: configs_lib.Configs) -> Job:
+  """Builds the job `configs` describe.
 
   Raises:
     ArgumentError: a value a library refuses (the flag of the same name).
@@ -74,11 +76,12 @@ def build(configs) -> Job:
   train_step, loss_fn, host_reverb = build_step.train_step(
       configs, strategy, card,
       rirs=build_data.room_responses(data, sample_rate, crop_seconds))
-  loop = loop_config(configs, crop_seconds)
+  loop = loop_config(run, crop_seconds)
   # a sidecar evaluator waits for its trainer to generate the synthetic corpus
   train_manifest, noise_manifest, eval_manifest = real or build_data.synthetic_manifests(
-      configs, create=chief and run.mode != "continuous_eval")
-  train_dataset_fn = build_data.train_input(configs, train_manifest, noise_manifest, host_reverb)
+      run, data, create=chief and run.mode != "continuous_eval")
+  train_dataset_fn = build_data.train_input(run, data, train_manifest, noise_manifest,
+                                             host_reverb)
   train_dataset_fn(0)  # checks the crop against the data and the service address
   _log(strategy, workers, train_manifest, noise_manifest, sample_rate)
   return Job(
@@ -86,7 +89,8 @@ def build(configs) -> Job:
       train_manifest=train_manifest, noise_manifest=noise_manifest,
       eval_manifest=eval_manifest, train_step=train_step,
       checkpoint=_checkpoint(train_step),
-      evaluator=build_step.evaluator(configs, strategy, train_step.model, loss_fn, eval_manifest),
+      evaluator=build_step.evaluator(run, configs.optimization, strategy, train_step.model,
+                                     loss_fn, eval_manifest),
       train_dataset_fn=train_dataset_fn, loop=loop)
 
 
@@ -110,9 +114,9 @@ def _log(strategy, workers: int, train_manifest, noise_manifest, sample_rate: in
                f"({noise_manifest.total_hours:.2f} h) in the step" if noise_manifest else "")
 
 
-def loop_config(configs, audio_seconds_per_example: float) -> controller_lib.LoopConfig:
+def loop_config(run: run_config.RunConfig,
+                audio_seconds_per_example: float) -> controller_lib.LoopConfig:
   """The outer loop's settings (`audio_seconds_per_example`: the crop, for the audio rate)."""
-  run = configs.run
   return controller_lib.LoopConfig(
       train_steps=run.train_steps, steps_per_loop=run.steps_per_loop,
       log_every=run.log_every, checkpoint_every=run.checkpoint_every,

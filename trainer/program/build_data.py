@@ -14,22 +14,23 @@ from input import records
 from input import rooms
 from input import synthetic
 import ops
+from trainer.program.config import data as data_config
+from trainer.program.config import run as run_config
 
 # (train: the pairs or the clean speech, noise to mix or None, eval or None)
 Manifests = Tuple[records.Manifest, Optional[records.Manifest], Optional[records.Manifest]]
 
 
-def synthetic_dir(configs) -> str:
-  """Where the synthetic corpus lives: --synthetic_dir, or beside model_dir, named by the
+def synthetic_dir(data: data_config.DataConfig, model_dir: str) -> str:
+  """Where the synthetic corpus lives: --synthetic_dir, or beside `model_dir`, named by the
   generator version and the corpus settings (so a changed corpus is never mixed up)."""
-  data = configs.data
   return data.synthetic_dir or os.path.join(
-      os.path.dirname(os.path.abspath(configs.run.model_dir)),
+      os.path.dirname(os.path.abspath(model_dir)),
       f"synthetic-v{synthetic.VERSION}-{data.sample_rate}Hz-{data.synthetic_seconds:g}s-"
       f"{data.synthetic_examples}")
 
 
-def check_data_source(data):
+def check_data_source(data: data_config.DataConfig):
   """Raises ValueError unless there is data: --data_dir exists, or the synthetic corpus."""
   if data.data_dir is None and not data.synthetic:
     raise ValueError("No data: pass --data_dir=<prepared shards>, or --synthetic to train "
@@ -41,7 +42,7 @@ def check_data_source(data):
                      "corpus.")
 
 
-def real_manifests(data) -> Manifests:
+def real_manifests(data: data_config.DataConfig) -> Manifests:
   """The prepared splits in --data_dir: the pairs (or, mixing, the clean and noise stores)
   and the eval split if it is there."""
   stores = [records.read_manifest(data.data_dir, split, kind=kind)
@@ -56,21 +57,21 @@ def real_manifests(data) -> Manifests:
   return train, noise, None
 
 
-def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
+def synthetic_manifests(run: run_config.RunConfig, data: data_config.DataConfig, *,
+                        create: bool = True) -> Manifests:
   """The synthetic corpus's splits, generated on first use: the training pairs, or (mixing)
   the same examples' clean speech and noise as separate stores; and the eval pairs.
 
   Only one process may generate it (`create`); the others wait for it.
   """
-  data, seed = configs.data, configs.run.seed
-  directory = synthetic_dir(configs)
+  seed, directory = run.seed, synthetic_dir(data, run.model_dir)
   corpus = dict(seconds=data.synthetic_seconds, sample_rate=data.sample_rate, num_shards=8)
   eval_split = data.eval_split or "eval"  # made even when this run does not evaluate: a
   # sidecar evaluator of it will
   train_splits = data.train_splits()
   if not create:  # the chief generates it: wait for its manifests
-    sidecar = configs.run.mode == "continuous_eval"
-    wait = configs.run.eval_timeout if sidecar else CORPUS_WAIT_SECONDS
+    sidecar = run.mode == "continuous_eval"
+    wait = run.eval_timeout if sidecar else CORPUS_WAIT_SECONDS
     logging.info("Waiting up to %g s for the training run to generate the synthetic corpus "
                  "in %s.", wait, directory)
     for split in (*train_splits, eval_split):
@@ -86,7 +87,7 @@ def synthetic_manifests(configs, *, create: bool = True) -> Manifests:
           evaluation_split if data.eval_split else None)
 
 
-def room_responses(data, sample_rate: int, crop_seconds: float) -> Optional[np.ndarray]:
+def room_responses(data: data_config.DataConfig, sample_rate: int, crop_seconds: float) -> Optional[np.ndarray]:
   """`[rooms, taps]` responses for the mix when it reverberates (--rir_proba > 0): the
   --rir_split store of --data_dir, or --simulated_rooms rooms as long as the crop (at most
   1 s), the same in every run (input.rooms, seed 0); None otherwise."""
@@ -119,13 +120,12 @@ def _wait_for(path: str, timeout_seconds: float, *, bound: str):
     time.sleep(1.0)
 
 
-def train_input(configs, manifest, noise_manifest,
-                 host_reverb) -> Callable[..., pipeline.DatasetFn]:
+def train_input(run: run_config.RunConfig, data: data_config.DataConfig, manifest,
+                noise_manifest, host_reverb) -> Callable[..., pipeline.DatasetFn]:
   """`(skip_steps, reseeds) -> dataset_fn` for the training input (`skip_steps` updates
   already taken, each of `accumulate_steps` micro-batches; `reseeds`: the round of draws, 0
   for the run's seed, another seed after each recovery): stored pairs, or clean speech and
   noise (`noise_manifest`) for the step to mix."""
-  run, data = configs.run, configs.data
 
   def dataset_fn(skip_steps: int = 0, reseeds: int = 0) -> pipeline.DatasetFn:
     seed = run.seed if not reseeds else int(

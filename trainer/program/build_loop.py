@@ -1,7 +1,7 @@
 """A built job's outer loop: its controller (train, eval or both) or its sidecar evaluator, with checkpoints, best, early stop and recovery."""
 
 import os
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, List, Optional
 
 from input import pipeline
 from trainer import run_dir
@@ -63,9 +63,7 @@ def controller(job: build.Job, *, train: bool = True) -> controller_lib.Controll
       summary_dir=os.path.join(job.out_dir, "train"),
       agree=actions.stop_agreement(job.strategy) if job.workers > 1
       else lambda stop_here: stop_here,
-      keep_best=_keep_best(job),
-      early_stop=best.EarlyStop(run.early_stop_patience) if run.early_stop_patience else None,
-      recovery=recover)
+      eval_actions=_eval_actions(job, early_stop=True), recovery=recover)
 
 
 def sidecar(job: build.Job) -> sidecar_lib.Sidecar:
@@ -75,7 +73,7 @@ def sidecar(job: build.Job) -> sidecar_lib.Sidecar:
       checkpoint=job.checkpoint, model_dir=run.model_dir, evaluate=_periodic_eval(job),
       train_steps=run.train_steps, checkpoint_every=run.checkpoint_every,
       training=lambda: lock.training(run.model_dir),
-      timeout_seconds=run.eval_timeout, keep_best=_keep_best(job))
+      timeout_seconds=run.eval_timeout, eval_actions=_eval_actions(job, early_stop=False))
 
 
 def _periodic_eval(job: build.Job) -> Optional[periodic_eval.PeriodicEval]:
@@ -89,9 +87,16 @@ def _periodic_eval(job: build.Job) -> Optional[periodic_eval.PeriodicEval]:
       weights=(("ema", lambda: ema.swapped(variables)) if ema else ("raw", None)))
 
 
-def _keep_best(job: build.Job) -> Optional[best.KeepBest]:
-  metric = job.configs.run.keep_best
-  if metric and job.evaluator is None:  # --eval_split names a split the data lacks
-    raise ValueError(f"--keep_best={metric} needs the eval split --eval_split="
+def _eval_actions(job: build.Job, *, early_stop: bool) -> List[actions.EvalAction]:
+  """What follows each eval: the best checkpoint (--keep_best) and, in training, early
+  stopping on it (--early_stop_patience)."""
+  run = job.configs.run
+  if not run.keep_best:
+    return []
+  if job.evaluator is None:  # --eval_split names a split the data lacks
+    raise ValueError(f"--keep_best={run.keep_best} needs the eval split --eval_split="
                      f"{job.configs.data.eval_split}, which {job.configs.data.data_dir} lacks.")
-  return best.KeepBest(job.checkpoint, job.out_dir, metric) if metric else None
+  keep_best = best.KeepBest(job.checkpoint, job.out_dir, run.keep_best)
+  if early_stop and run.early_stop_patience:
+    return [keep_best, best.EarlyStop(keep_best, run.early_stop_patience)]
+  return [keep_best]

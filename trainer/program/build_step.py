@@ -13,20 +13,24 @@ from trainer import step as step_lib
 from trainer.evaluation import evaluator as evaluator_lib
 from trainer import losses
 from trainer.models import card as card_lib
+from trainer.program.config import configs as configs_lib
+from trainer.program.config import data as data_config
+from trainer.program.config import optimization as optimization_config
+from trainer.program.config import run as run_config
 
 
-def _schedule(configs) -> optim.Schedule:
-  opt = configs.optimization
+def _schedule(opt: optimization_config.OptimizationConfig,
+              train_steps: int) -> optim.Schedule:
   if opt.schedule == "constant":
     return optim.constant(opt.learning_rate)
   with checks.renamed(peak="learning_rate", total_steps="train_steps",
                       final_fraction="final_lr_fraction"):
     return optim.warmup_cosine(opt.learning_rate, warmup_steps=opt.warmup_steps,
-                               total_steps=configs.run.train_steps,
+                               total_steps=train_steps,
                                final_fraction=opt.final_lr_fraction)
 
 
-def _augmentations(data, sample_rate: int, rirs: Optional[np.ndarray]):
+def _augmentations(data: data_config.DataConfig, sample_rate: int, rirs: Optional[np.ndarray]):
   """`(mix or None, on the device or None, host reverb or None)`."""
   mix = None
   if data.mixing:
@@ -47,14 +51,14 @@ def _augmentations(data, sample_rate: int, rirs: Optional[np.ndarray]):
           reverb if data.reverb == "host" else None)
 
 
-def train_step(configs, strategy, card: card_lib.ModelCard,
+def train_step(configs: configs_lib.Configs, strategy, card: card_lib.ModelCard,
                      rirs: Optional[np.ndarray] = None):
   """Model, AdamW, loss scale, mix, augmentations and loss under `strategy` (`rirs`: the
   mix's room responses); returns `(train_step, loss_fn, host reverb or None)`."""
   run, opt = configs.run, configs.optimization
   with strategy.scope():
     model = card.build()
-    optimizer = optim.AdamW(_schedule(configs), beta_1=opt.beta_1, beta_2=opt.beta_2,
+    optimizer = optim.AdamW(_schedule(opt, run.train_steps), beta_1=opt.beta_1, beta_2=opt.beta_2,
                             weight_decay=opt.weight_decay)
     with checks.renamed(initial="initial_loss_scale",
                         growth_interval="loss_scale_growth_interval"):
@@ -78,14 +82,14 @@ def train_step(configs, strategy, card: card_lib.ModelCard,
   return train_step, loss_fn, host_reverb
 
 
-def evaluator(configs, strategy, model, loss_fn,
-               manifest) -> Optional[evaluator_lib.Evaluator]:
+def evaluator(run: run_config.RunConfig, opt: optimization_config.OptimizationConfig,
+              strategy, model, loss_fn, manifest) -> Optional[evaluator_lib.Evaluator]:
   if manifest is None:
     return None
   return evaluator_lib.Evaluator(
       strategy, model, loss_fn,
       pipeline.distribute(strategy, pipeline.make_eval_dataset_fn(
-          manifest, global_batch_size=configs.run.global_batch_size)),
+          manifest, global_batch_size=run.global_batch_size)),
       sample_rate=manifest.sample_rate,
-      precision_dtype=step_lib.compute_dtype(configs.optimization.precision),
-      perceptual_examples=configs.run.eval_perceptual_examples)
+      precision_dtype=step_lib.compute_dtype(opt.precision),
+      perceptual_examples=run.eval_perceptual_examples)

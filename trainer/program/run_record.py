@@ -8,6 +8,7 @@ from typing import Dict, Tuple
 from absl import logging
 
 from common import files
+from trainer.program.config import configs as configs_lib
 
 RUN_CONFIG_FILE = "run_config.json"
 # What the input stream, the updates and the schedule are counted in: a resume that changes
@@ -15,8 +16,8 @@ RUN_CONFIG_FILE = "run_config.json"
 BINDING = ("global_batch_size", "accumulate_steps")
 
 
-def flags(configs) -> Dict[str, object]:
-  """Every flag of `configs` (a trainer.main.Configs) by name, as JSON reads it back."""
+def flags(configs: configs_lib.Configs) -> Dict[str, object]:
+  """Every flag of `configs` by name, as JSON reads it back."""
   values = {}
   for part in (configs.run, configs.data, configs.model, configs.optimization):
     values.update(dataclasses.asdict(part))
@@ -35,7 +36,7 @@ def _changes(before: Dict, now: Dict) -> Dict[str, Tuple]:
           if before.get(name) != now.get(name)}
 
 
-def check(model_dir: str, configs):
+def check(model_dir: str, configs: configs_lib.Configs):
   """Raises ValueError if resuming the run in `model_dir` with `configs` would continue
   another run (a BINDING flag differs), naming the flags."""
   stored = _stored(model_dir)
@@ -51,7 +52,7 @@ def check(model_dir: str, configs):
         "the input and the updates differently. Use the run's values, or a new --model_dir.")
 
 
-def record(model_dir: str, configs, *, step: int, replace: bool = False):
+def record(model_dir: str, configs: configs_lib.Configs, *, step: int, replace: bool = False):
   """Writes `configs` to `model_dir/run_config.json` as the run (re)starts at `step`. Flags
   changed since the last start are logged in one line and kept in its `changes`; `replace`
   (a run with no checkpoint yet) starts the record afresh."""

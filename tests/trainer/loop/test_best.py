@@ -24,6 +24,12 @@ class ScriptedEval:
     return dict(si_sdr=self._values.pop(0), loss=0.0)
 
 
+def eval_actions(state, model_dir, patience):
+  """KeepBest by si_sdr, then EarlyStop after `patience` evals without a new best (if any)."""
+  keep_best = best.KeepBest(state, model_dir, "si_sdr")
+  return [keep_best] + ([best.EarlyStop(keep_best, patience)] if patience else [])
+
+
 class BestTest(tf.test.TestCase):
 
   def run_loop(self, values, *, patience=None, train_steps=60):
@@ -36,8 +42,7 @@ class BestTest(tf.test.TestCase):
     config = helpers.loop_config(train_steps=train_steps, eval_every=10, checkpoint_every=10)
     loop = controller.Controller(
         step, None, manager, config, summary_dir=self.create_tempdir().full_path, evaluate=evaluate,
-        log=lambda _: None, keep_best=best.KeepBest(state, model_dir, "si_sdr"),
-        early_stop=best.EarlyStop(patience) if patience else None)
+        log=lambda _: None, eval_actions=eval_actions(state, model_dir, patience))
     return loop.train_and_evaluate(), model_dir, evaluate
 
   def test_the_best_checkpoint_outlives_max_to_keep(self):
@@ -63,9 +68,9 @@ class BestTest(tf.test.TestCase):
   def test_lower_is_better_for_the_loss_and_an_unknown_metric_is_named(self):
     state = tf.train.Checkpoint(v=tf.Variable(0.0))
     keep = best.KeepBest(state, self.create_tempdir().full_path, "loss")
-    self.assertTrue(keep(1, dict(loss=2.0)))
-    self.assertFalse(keep(2, dict(loss=3.0)))
-    self.assertTrue(keep(3, dict(loss=1.0)))
+    self.assertTrue(keep.consider(1, dict(loss=2.0)))
+    self.assertFalse(keep.consider(2, dict(loss=3.0)))
+    self.assertTrue(keep.consider(3, dict(loss=1.0)))
     with self.assertRaisesRegex(ValueError, "keep_best=pesq is not an eval metric; use one "
                                 "of loss"):
       best.KeepBest(state, self.create_tempdir().full_path, "pesq")(1, dict(loss=1.0))
@@ -76,11 +81,11 @@ class NonFiniteTest(tf.test.TestCase):
   def test_a_non_finite_eval_is_never_the_best_and_blocks_nothing(self):
     model_dir = self.create_tempdir().full_path
     keep = best.KeepBest(tf.train.Checkpoint(v=tf.Variable(1.0)), model_dir, "si_sdr")
-    self.assertFalse(keep(10, dict(si_sdr=float("nan"))))
+    self.assertFalse(keep.consider(10, dict(si_sdr=float("nan"))))
     self.assertFalse(os.path.exists(os.path.join(model_dir, run_dir.BEST_DIR, best.BEST_FILE)))
-    self.assertTrue(keep(20, dict(si_sdr=5.9)))
-    self.assertFalse(keep(30, dict(si_sdr=float("inf"))))
-    self.assertTrue(keep(40, dict(si_sdr=6.4)))
+    self.assertTrue(keep.consider(20, dict(si_sdr=5.9)))
+    self.assertFalse(keep.consider(30, dict(si_sdr=float("inf"))))
+    self.assertTrue(keep.consider(40, dict(si_sdr=6.4)))
     self.assertEqual(keep.best["step"], 40)
 
 

@@ -1,4 +1,4 @@
-"""Tests for trainer.loop.controller: skip streaks and end of data with a scripted step, a real profile with step markers."""
+"""Tests for trainer.loop.controller: skip streaks and end of data with a scripted step, open train and eval actions, a real profile with step markers."""
 
 import glob
 import os
@@ -54,6 +54,32 @@ class LoopTest(tf.test.TestCase):
     step.global_step.assign(20)
     self.assertEqual(self.run_loop(step, manager), "completed")
     self.assertEqual(manager.saved, [])
+
+
+class ActionsTest(tf.test.TestCase):
+  """Actions are open lists: any callable joins the controller's own."""
+
+  def test_train_actions_see_every_chunk_and_an_eval_action_can_stop_training(self):
+    chunks, judged = [], []
+
+    def stop_above_two(step, results):
+      judged.append((step, results["si_sdr"]))
+      return f"si_sdr {results['si_sdr']} is enough" if results["si_sdr"] > 2 else None
+
+    scores = iter([1.0, 3.0, 5.0])
+    evaluate = lambda step: dict(si_sdr=next(scores))
+    evaluate.last_step = None
+    lines = []
+    loop = controller.Controller(
+        helpers.ScriptedStep([0] * 10), None, helpers.ScriptedManager(),
+        helpers.loop_config(train_steps=40, eval_every=10), evaluate=evaluate,
+        summary_dir=self.create_tempdir().full_path, log=lines.append,
+        train_actions=[lambda chunk: chunks.append((chunk.before, chunk.after))],
+        eval_actions=[stop_above_two])
+    self.assertEqual(loop.train(), "early stopped")
+    self.assertEqual(chunks, [(0, 5), (5, 10), (10, 15), (15, 20)])
+    self.assertEqual(judged, [(10, 1.0), (20, 3.0)])
+    self.assertIn("si_sdr 3.0 is enough", lines)
 
 
 def poisoned(steps, per_step=8, total_steps=40):

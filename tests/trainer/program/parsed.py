@@ -2,12 +2,12 @@
 
 from absl import flags
 
-from trainer import main  # defines every flag of the program
 from trainer.program import flagfiles
+from trainer.program.config import configs as configs_lib  # defines every flag
 
 
-def configs(*argv) -> main.Configs:
+def configs(*argv) -> configs_lib.Configs:
   """Parses `argv` into the flags (from scratch) and returns their Configs."""
   flags.FLAGS.unparse_flags()
   flags.FLAGS(flagfiles.resolve(["trainer.main", *argv]))
-  return main.Configs()
+  return configs_lib.Configs.from_flags()

@@ -1,17 +1,17 @@
 """The rules between flags of different concerns, checked together before the program does any work."""
 
 from common import checks
+from trainer.program.config import data as data_config
+from trainer.program.config import model as model_config
+from trainer.program.config import run as run_config
 from trainer.evaluation import perceptual
 from trainer.loop import best
 
 
-def check(configs):
-  """Raises ArgumentError naming the flag of the first combination that cannot run.
-
-  Args:
-    configs: a trainer.main.Configs (run, data, model and optimization configs).
-  """
-  run, data, shape = configs.run, configs.data, configs.model.shape()
+def check(run: run_config.RunConfig, data: data_config.DataConfig,
+          model: model_config.ModelConfig):
+  """Raises ArgumentError naming the flag of the first combination that cannot run."""
+  shape = model.shape()
   window = shape.get("attention_seconds")
   if shape.get("causal") and window and data.crop_seconds and window > data.crop_seconds:
     raise checks.ArgumentError("attention_seconds", window,
