@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from bench import timing
+from input import wav
 from trainer.models import card as card_lib
 from trainer.serving import saved_model
 
@@ -31,11 +32,7 @@ def write_wav(path: str, minutes: float, rate: int):
   length = int(minutes * 60 * rate)
   rng = np.random.default_rng(0)
   with open(path, "wb") as f:
-    f.write(b"RIFF" + (36 + 2 * length).to_bytes(4, "little") + b"WAVEfmt "
-            + (16).to_bytes(4, "little") + (1).to_bytes(2, "little") + (1).to_bytes(2, "little")
-            + rate.to_bytes(4, "little") + (2 * rate).to_bytes(4, "little")
-            + (2).to_bytes(2, "little") + (16).to_bytes(2, "little") + b"data"
-            + (2 * length).to_bytes(4, "little"))
+    f.write(wav.header(rate, length))
     for start in range(0, length, rate):
       t = np.arange(start, min(start + rate, length)) / rate
       second = 0.2 * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.normal(size=len(t))

@@ -178,7 +178,7 @@ def demucs_row(python: str, seconds: float):
 
 def noisy_speech(path: str) -> np.ndarray:
   """The speech in `path` at 16 kHz with white noise 5 dB below it."""
-  speech, rate = audio.load(path)
+  speech, rate = audio.read_file(path)
   speech = audio.resample(speech, rate, 16000, name="speech")
   noise = np.random.default_rng(1).standard_normal(len(speech))
   noise *= np.sqrt(np.mean(speech ** 2) / np.mean(noise ** 2) / 10 ** 0.5)

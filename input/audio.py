@@ -1,6 +1,5 @@
 """Audio files: ranged decoding to mono float32 (input.decoders chooses the decoder) and exact resampling through soxr."""
 
-import struct
 from typing import List, Optional, Tuple
 
 from absl import logging
@@ -13,7 +12,7 @@ from input.decoders import AudioError  # pylint: disable=unused-import  (raised 
 AUDIO_SUFFIXES = (".wav", ".flac")
 
 
-def load(path: str) -> Tuple[np.ndarray, int]:
+def read_file(path: str) -> Tuple[np.ndarray, int]:
   """Decodes a whole WAV (8/16/24/32-bit PCM or float) or FLAC file (see `AudioFile`).
 
   Returns:
@@ -94,19 +93,6 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int, *, name: str = ""
     out = soxr.resample(np.asarray(samples, np.float32), rate_in, rate_out,
                         quality=RESAMPLE_QUALITY)
   return np.pad(out, (0, max(0, length - len(out))))[:length].astype(np.float32)
-
-
-UNKNOWN_SIZE = 0xFFFFFFFF  # a WAV header's size for a stream of unknown length
-
-
-def wav16_header(rate: int, samples: Optional[int] = None) -> bytes:
-  """The header of a mono 16-bit PCM WAV of `samples` samples; sizes unknown (as streams
-  write them) without `samples`."""
-  data = UNKNOWN_SIZE if samples is None else 2 * samples
-  riff = UNKNOWN_SIZE if samples is None else 36 + data
-  return (b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt "
-          + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16)
-          + b"data" + struct.pack("<I", data))
 
 
 def to_int16(signal: np.ndarray) -> Tuple[np.ndarray, int]:

@@ -11,6 +11,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from input import wav
+
 TENSORFLOW_IO, SOUNDFILE = "tensorflow-io", "soundfile"
 DECODERS = (TENSORFLOW_IO, SOUNDFILE)  # the order of preference
 # What every decoder reads (the README's promise): kind -> (container, soundfile subtype).
@@ -149,7 +151,7 @@ class _TensorflowIoReader:
       raise AudioError(f"{path}: cannot decode audio ({summary(e)}).") from e
     # tensorflow-io hands 32-bit PCM over as float32 bit patterns
     self._int32_bits = (self._audio.dtype == tf.float32
-                        and wav_format(path) == (WAVE_FORMAT_PCM, 32))
+                        and wav_format(path) == (wav.WAVE_FORMAT_PCM, 32))
 
   def read(self, start: int, stop: int) -> np.ndarray:
     try:
@@ -168,31 +170,15 @@ class _TensorflowIoReader:
     return samples.astype(np.float64) / scale
 
 
-WAVE_FORMAT_PCM, WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE
-
-
 def wav_format(path: str) -> Optional[Tuple[int, int]]:
   """`(format tag, bits per sample)` from a WAV file's fmt chunk (the extensible format's
   sub-format resolved), or None if `path` is not a readable WAV file."""
   try:
     with tf.io.gfile.GFile(path, "rb") as f:
-      header = f.read(12)
-      if header[:4] != b"RIFF" or header[8:12] != b"WAVE":
-        return None
-      while True:
-        chunk = f.read(8)
-        if len(chunk) < 8:
-          return None
-        size = int.from_bytes(chunk[4:8], "little")
-        if chunk[:4] == b"fmt ":
-          fmt = f.read(size)
-          tag, bits = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[14:16], "little")
-          if tag == WAVE_FORMAT_EXTENSIBLE and len(fmt) >= 26:
-            tag = int.from_bytes(fmt[24:26], "little")
-          return tag, bits
-        f.seek(size + size % 2, 1)
-  except (tf.errors.OpError, OSError):
+      found = wav.read_header(f)
+  except (wav.HeaderError, tf.errors.OpError, OSError):
     return None
+  return found.tag, found.bits
 
 
 def summary(error: Exception) -> str:

@@ -103,7 +103,7 @@ def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
     chosen = [syllables[i] for i in rng.choice(len(syllables), GCIN_SYLLABLES, replace=False)]
     path = os.path.join(work_dir, f"gcin-{index}.wav")
     if not os.path.exists(path):
-      pieces = [audio.load(syllable) for syllable in chosen]
+      pieces = [audio.read_file(syllable) for syllable in chosen]
       joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
       wavfile.write(path + ".tmp.wav", pieces[0][1], audio.to_int16(joined)[0])
       os.replace(path + ".tmp.wav", path)
@@ -130,7 +130,7 @@ def _synthesizers(notes: List[str]) -> Dict[str, callable]:
 def _load(path: str, *, low_cut_hz: float = 0.0) -> Tuple[np.ndarray, int]:
   """`(samples, rate)` of a file at its own rate, high-passed at `low_cut_hz` if > 0 (4th
   order, zero phase), silence trimmed, peak 0.5."""
-  samples, rate = audio.load(path)
+  samples, rate = audio.read_file(path)
   if low_cut_hz:
     samples = signal.sosfiltfilt(signal.butter(4, low_cut_hz, "highpass", fs=rate,
                                                output="sos"), samples)

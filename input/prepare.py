@@ -78,8 +78,8 @@ def segments(signal: np.ndarray, segment_samples: int, hop_samples: int,
 
 def load_pair(pair: Pair, sample_rate: int) -> Tuple[np.ndarray, np.ndarray]:
   """Decodes, checks and resamples one pair."""
-  noisy, noisy_rate = audio.load(pair.noisy_path)
-  clean, clean_rate = audio.load(pair.clean_path)
+  noisy, noisy_rate = audio.read_file(pair.noisy_path)
+  clean, clean_rate = audio.read_file(pair.clean_path)
   if noisy_rate != clean_rate:
     raise audio.AudioError(f"{pair.relative_path}: noisy is {noisy_rate} Hz but clean is "
                            f"{clean_rate} Hz; a pair must share its sample rate.")
@@ -149,7 +149,7 @@ def prepare_sources(input_dir: str, output_dir: str, *, kind: str, split: str,
                            overwrite=overwrite, kind=kind) as writer:
     for done, name in enumerate(names, 1):
       path = os.path.join(input_dir, name)
-      signal, rate = audio.load(path)
+      signal, rate = audio.read_file(path)
       signal = audio.resample(signal, rate, sample_rate, name=path)
       if len(signal) < segment:
         logging.warning("%s: %.2f s, shorter than one %g s segment: skipped.", name,
@@ -184,7 +184,7 @@ def prepare_rooms(output_dir: str, *, split: str, input_dir: Optional[str] = Non
                            overwrite=overwrite, kind="rir") as writer:
     for done, name in enumerate(names, 1):
       path = os.path.join(input_dir, name)
-      response, rate = audio.load(path)
+      response, rate = audio.read_file(path)
       writer.write(_room_response(audio.resample(response, rate, sample_rate, name=path),
                                   taps, path), example_id=name)
       meter.update(done)

@@ -139,7 +139,7 @@ def simulated_set(count: int, *, sample_rate: int, seconds: float,
     yield simulate(room, sample_rate=sample_rate, taps=taps, seed=seed * 100003 + index), room
 
 
-def load(data_dir: str, split: str, *, sample_rate: int = None) -> np.ndarray:
+def read_store(data_dir: str, split: str, *, sample_rate: int = None) -> np.ndarray:
   """A room store's responses as one `[rooms, taps]` float32 array (for `ops.Mix(rirs=)`).
 
   Raises:

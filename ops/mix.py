@@ -58,7 +58,7 @@ class Mix(tf.Module):
     snr_db: `(lo, hi)` uniform range of the SNR.
     speech_level_db: `(lo, hi)` uniform range of the speech's RMS in dBFS.
     rir_proba: probability of a room.
-    rirs: `[rooms, taps]` room responses (e.g. `input.rooms.load`), or None; held on the
+    rirs: `[rooms, taps]` room responses (e.g. `input.rooms.read_store`), or None; held on the
       device as a constant. They may also be passed to each call.
     early_ms: how much of the room response after the direct path the target keeps.
     reverb_noise: convolve the noise with a room response too, when the speech gets one.
@@ -168,7 +168,7 @@ class Mix(tf.Module):
     rooms = self.rirs if rirs is None else _check_rirs(rirs)
     if rooms is None and self.rir_proba > 0:
       raise ValueError(f"rir_proba={self.rir_proba:g} needs room responses: pass rirs= "
-                       "(e.g. from input.rooms.load) to Mix or to the call.")
+                       "(e.g. from input.rooms.read_store) to Mix or to the call.")
     return rooms
 
 

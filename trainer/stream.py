@@ -18,7 +18,7 @@ from absl import flags
 
 from common import cli
 from common import files
-from input import audio
+from input import wav
 from trainer.serving import pipe
 from trainer.serving import saved_model as saved_model_lib
 from trainer.serving import streamer
@@ -36,14 +36,14 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
   through = pipe.Pipe(stream, rate=rate, model_rate=int(loaded.sample_rate),
                       keep_input=float(loaded.keep_input), extend_band=extend_band)
   if not raw_output:
-    sink.write(audio.wav16_header(rate))
+    sink.write(wav.header(rate))
   for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate))):
     sink.write(pipe.to_pcm16(through.feed(block)))
     sink.flush()
   sink.write(pipe.to_pcm16(through.flush()))
   if seekable_output and not raw_output:  # a file: give the header its sizes
     sink.seek(0)
-    sink.write(audio.wav16_header(rate, through.samples_out))
+    sink.write(wav.header(rate, through.samples_out))
   sink.flush()
   return through
 

@@ -69,7 +69,7 @@ class PrepareTest(tf.test.TestCase, parameterized.TestCase):
   def test_32_bit_integer_pcm_is_decoded_as_integers(self):
     # tensorflow-io hands these samples over as float32 bit patterns (tiny or NaN values).
     self.add_pair("a.wav", 48000, "wav32")
-    samples, rate = audio.load(os.path.join(self.clean_dir, "a.wav"))
+    samples, rate = audio.read_file(os.path.join(self.clean_dir, "a.wav"))
     self.assertEqual((rate, decoders.wav_format(os.path.join(self.clean_dir, "a.wav"))),
                      (48000, (1, 32)))
     self.assertAllClose(samples, sine(1.2, 48000), atol=1e-6)
@@ -217,13 +217,13 @@ class SourcesAndRoomsTest(tf.test.TestCase):
                   "".join(logs.output))
     self.assertEqual((manifest.kind, manifest.num_examples, manifest.segment_samples),
                      ("rir", 4, 4000))
-    responses = rooms.load(self.output_dir, "rooms", sample_rate=16000)
+    responses = rooms.read_store(self.output_dir, "rooms", sample_rate=16000)
     self.assertEqual(responses.shape, (4, 4000))
     self.assertAllClose(np.abs(responses).max(axis=1), np.ones(4))
     hall = responses[np.argmax(np.abs(responses[:, 1000]) > 0.1)]  # 3000 / 3 = tap 1000
     self.assertEqual(np.argmax(np.abs(hall)), 33)  # 100 / 3, resampled exactly
     with self.assertRaisesRegex(ValueError, "at 16000 Hz, but the speech is at 48000 Hz"):
-      rooms.load(self.output_dir, "rooms", sample_rate=48000)
+      rooms.read_store(self.output_dir, "rooms", sample_rate=48000)
     with self.assertRaisesRegex(ValueError, "No rooms: pass --input_dir"):
       prepare.prepare_rooms(self.output_dir, split="none")
 

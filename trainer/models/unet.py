@@ -26,6 +26,26 @@ from trainer.models import streaming
 RMS_FLOOR = 1e-3  # keeps silence from being amplified without bound
 
 
+def _check_shape(*, hidden, depth, kernel_size, stride, growth, max_hidden, attention_heads,
+                 attention_layers, level_seconds, attention_seconds):
+  """Raises ArgumentError naming the first of the U-Net's arguments it cannot take."""
+  checks.at_least("level_seconds", level_seconds, 0)
+  checks.at_least("attention_seconds", attention_seconds, 0)
+  for argument, value in (("hidden", hidden), ("depth", depth), ("stride", stride),
+                          ("growth", growth), ("attention_heads", attention_heads),
+                          ("attention_layers", attention_layers)):
+    checks.at_least(argument, value, 1)
+  if kernel_size < stride:
+    raise checks.ArgumentError("kernel_size", kernel_size, f"must be >= stride={stride}.")
+  channels = UNet.bottleneck_channels(hidden=hidden, depth=depth, growth=growth,
+                                      max_hidden=max_hidden)
+  if channels % attention_heads:
+    raise checks.ArgumentError(
+        "attention_heads", attention_heads,
+        f"must divide the bottleneck's {channels} channels (hidden * growth**(depth - 1), "
+        "at most max_hidden).")
+
+
 class UNet(tf.Module):
   """Waveform U-Net: `[batch, time]` noisy audio -> `[batch, time]` clean estimate.
 
@@ -45,25 +65,13 @@ class UNet(tf.Module):
                attention_layers: int = 1, level_seconds: float = 1.0,
                attention_seconds: float = 1.0, seed: int = 0, name: str = "unet"):
     super().__init__(name=name)
-    checks.at_least("level_seconds", level_seconds, 0)
-    checks.at_least("attention_seconds", attention_seconds, 0)
-    for argument, value in (("hidden", hidden), ("depth", depth), ("stride", stride),
-                            ("growth", growth), ("attention_heads", attention_heads),
-                            ("attention_layers", attention_layers)):
-      checks.at_least(argument, value, 1)
-    if kernel_size < stride:
-      raise checks.ArgumentError("kernel_size", kernel_size, f"must be >= stride={stride}.")
-    channels = self.bottleneck_channels(hidden=hidden, depth=depth, growth=growth,
-                                        max_hidden=max_hidden)
-    if channels % attention_heads:
-      raise checks.ArgumentError(
-          "attention_heads", attention_heads,
-          f"must divide the bottleneck's {channels} channels (hidden * growth**(depth - 1), "
-          "at most max_hidden).")
+    _check_shape(hidden=hidden, depth=depth, kernel_size=kernel_size, stride=stride,
+                 growth=growth, max_hidden=max_hidden, attention_heads=attention_heads,
+                 attention_layers=attention_layers, level_seconds=level_seconds,
+                 attention_seconds=attention_seconds)
     self.stride, self.depth, self.causal = stride, depth, causal
     self.sample_rate, self.kernel_size = sample_rate, kernel_size
-    self.lookahead = 0 if causal else None
-    self.tflite_transform = None  # no STFT
+    self.lookahead, self.tflite_transform = (0 if causal else None), None  # (no STFT)
     # A causal model's windows: samples of its level, bottleneck frames of its attention
     # (None: everything so far).
     self.level_samples = max(1, int(round(level_seconds * sample_rate))) if (
@@ -71,7 +79,7 @@ class UNet(tf.Module):
     self.attention_frames = max(1, int(round(attention_seconds * sample_rate
                                              / stride ** depth))) if (
                                                  causal and attention_seconds) else None
-    self.level = level.SlidingMean(self.level_samples)
+    self.sliding_level = level.SlidingMean(self.level_samples)
     encoder, decoder = [], []
     channels, width = 1, hidden
     with self.name_scope:
@@ -89,7 +97,7 @@ class UNet(tf.Module):
       self.encoder, self.decoder = encoder, decoder[::-1]
       self.bottleneck = [attention.AttentionBlock(channels, attention_heads, causal=causal,
                                                   window=self.attention_frames,
-                                        seed=seed * 1000 + 300 + i)
+                                                  seed=seed * 1000 + 300 + i)
                          for i in range(attention_layers)]
 
   @staticmethod
@@ -110,7 +118,7 @@ class UNet(tf.Module):
     `level_samples` (all so far if None) up to each sample."""
     if not self.causal:
       return tf.sqrt(tf.reduce_mean(tf.square(signal), axis=-1, keepdims=True)) + RMS_FLOOR
-    return tf.sqrt(self.level(tf.square(signal))) + RMS_FLOOR
+    return tf.sqrt(self.sliding_level(tf.square(signal))) + RMS_FLOOR
 
   def __call__(self, noisy):
     dtype = noisy.dtype
@@ -166,7 +174,7 @@ class UNetStep(streaming.StreamStep):
     self.hop, self.lead = model.time_multiple, 0
     self.latency = self.hop - 1
     self._set_state_shapes(
-        model.level.state_shapes + [self._keep.state_shape]
+        model.sliding_level.state_shapes + [self._keep.state_shape]
         + [conv.state_shape for conv, _ in model.encoder]
         + [upsample.state_shape for _, upsample in model.decoder]
         + [shape for block in model.bottleneck for shape in block.state_shapes])
@@ -175,7 +183,7 @@ class UNetStep(streaming.StreamStep):
     model, depth = self.model, self.model.depth
     squares, seen, kept, *parts = self._unpack(state)
     histories, tails, caches = parts[:depth], parts[depth:2 * depth], parts[2 * depth:]
-    mean_square, squares, seen = model.level.step(tf.square(samples), squares, seen)
+    mean_square, squares, seen = model.sliding_level.step(tf.square(samples), squares, seen)
     rms = tf.sqrt(mean_square) + RMS_FLOOR
     x, skips = (samples / rms)[:, None], []
     for i, (conv, mix) in enumerate(model.encoder):

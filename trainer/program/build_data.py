@@ -98,7 +98,7 @@ def room_responses(data: data_config.DataConfig, sample_rate: int, crop_seconds:
       raise checks.ArgumentError("rir_split", data.rir_split, "names a room store in "
                                  "--data_dir; the synthetic corpus has none (drop it to "
                                  "simulate rooms).")
-    responses = rooms.load(data.data_dir, data.rir_split, sample_rate=sample_rate)
+    responses = rooms.read_store(data.data_dir, data.rir_split, sample_rate=sample_rate)
     ops.mix.check_room_length(responses.shape[1], int(round(crop_seconds * sample_rate)),
                               sample_rate)
     return responses

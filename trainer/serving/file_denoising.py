@@ -18,6 +18,7 @@ import tensorflow as tf
 from common import checks
 from common import files
 from input import audio
+from input import wav
 from ops import kept_input
 from trainer.serving import band_extension
 from trainer.serving import saved_model as saved_model_lib
@@ -128,7 +129,7 @@ def denoise_stream(module, source: audio.AudioFile, *, chunk_seconds: float = 10
 def write_wav16(f, blocks: Iterable[np.ndarray], *, length: int, rate: int) -> int:
   """Writes a mono 16-bit PCM WAV of `length` samples from `blocks` to the binary file `f`;
   returns how many samples were beyond full scale (and clipped)."""
-  f.write(audio.wav16_header(rate, length))
+  f.write(wav.header(rate, length))
   clipped = 0
   for block in blocks:
     pcm, block_clipped = audio.to_int16(block)

@@ -1,6 +1,5 @@
 """Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), the band above a lower-rate model's gated as the file path gates it, written as soon as it is enhanced."""
 
-import struct
 import time
 from typing import BinaryIO, Iterator
 
@@ -8,6 +7,7 @@ import numpy as np
 import soxr
 
 from input import audio
+from input import wav
 from trainer.serving import band_extension
 from trainer.serving import streamer as streamer_lib
 
@@ -15,25 +15,17 @@ def read_wav_header(f: BinaryIO) -> int:
   """Reads a mono 16-bit PCM WAV header from a stream (up to its data); returns the rate.
 
   Raises:
-    ValueError: not a RIFF WAV, or not mono 16-bit PCM (naming what it is).
+    ValueError: not a WAV, or not mono 16-bit PCM (naming what it is).
   """
-  riff = _read_exactly(f, 12)
-  if riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
-    raise ValueError("the input is not a WAV file (no RIFF/WAVE header): pass a WAV, or raw "
-                     "16-bit PCM with --raw_rate.")
-  rate = None
-  while True:
-    chunk, size = struct.unpack("<4sI", _read_exactly(f, 8))
-    if chunk == b"data":
-      if rate is None:
-        raise ValueError("the WAV has no fmt chunk before its data.")
-      return rate
-    body = _read_exactly(f, size + size % 2)
-    if chunk == b"fmt ":
-      kind, channels, rate, _, _, bits = struct.unpack("<HHIIHH", body[:16])
-      if kind not in (1, 0xFFFE) or bits != 16 or channels != 1:
-        raise ValueError(f"the WAV holds {channels} channel(s) of {bits}-bit audio (format "
-                         f"{kind}); stream mono 16-bit PCM (e.g. arecord -f S16_LE -c 1).")
+  try:
+    found = wav.read_header(f)
+  except wav.HeaderError as e:
+    raise ValueError(f"the input: {e}. Pass a WAV, or raw 16-bit PCM with --raw_rate.") from None
+  if found.tag != wav.WAVE_FORMAT_PCM or found.bits != 16 or found.channels != 1:
+    raise ValueError(f"the WAV holds {found.channels} channel(s) of {found.bits}-bit audio "
+                     f"(format {found.tag}); stream mono 16-bit PCM (e.g. arecord -f S16_LE "
+                     "-c 1).")
+  return found.rate
 
 
 def pcm_blocks(f: BinaryIO, block_bytes: int) -> Iterator[np.ndarray]:
@@ -155,13 +147,3 @@ class Pipe:
 def to_pcm16(samples: np.ndarray) -> bytes:
   """Float samples as little-endian 16-bit PCM (beyond full scale: clipped)."""
   return audio.to_int16(samples)[0].tobytes()
-
-
-def _read_exactly(f: BinaryIO, size: int) -> bytes:
-  data = b""
-  while len(data) < size:
-    more = f.read(size - len(data))
-    if not more:
-      raise ValueError("the input ended inside its WAV header: it is not a whole WAV.")
-    data += more
-  return data

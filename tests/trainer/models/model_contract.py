@@ -1,4 +1,4 @@
-"""What every denoiser model promises the step, export and denoise: a mixin of tests over `self.model`."""
+"""What every denoiser model promises the step, export and denoise (trainer.models.contract.Denoiser): a mixin of tests over `self.model`."""
 
 import tensorflow as tf
 
@@ -26,3 +26,10 @@ class ModelContract:
     path = tf.train.Checkpoint(model=self.model).save(self.create_tempdir().full_path + "/c")
     saved = [n for n in tf.train.list_variables(path) if n[0].startswith("model/")]
     self.assertLen(saved, len(self.model.trainable_variables))
+
+  def test_it_follows_the_denoiser_protocol(self):
+    for attribute in ("sample_rate", "causal", "lookahead", "tflite_transform"):
+      self.assertTrue(hasattr(self.model, attribute), attribute)
+    x = tf.random.normal([1, self.length])
+    # Keeping no share of the input is the model alone.
+    self.assertAllClose(self.model.keeping(x, 0.0, 0.0), self.model(x), atol=1e-5)

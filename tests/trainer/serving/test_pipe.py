@@ -12,6 +12,7 @@ from scipy.io import wavfile
 import tensorflow as tf
 
 from input import audio
+from input import wav
 from ops import kept_input
 from tests import helpers
 from trainer.models import mask
@@ -50,14 +51,14 @@ def speechlike(seconds, rate, seed=0):
 class PipeTest(tf.test.TestCase):
 
   def test_wav_headers_round_trip_and_bad_ones_are_named(self):
-    self.assertEqual(pipe.read_wav_header(io.BytesIO(audio.wav16_header(44100) + b"\0\0")), 44100)
-    stereo = audio.wav16_header(16000).replace(b"\x01\x00\x01\x00", b"\x01\x00\x02\x00", 1)
+    self.assertEqual(pipe.read_wav_header(io.BytesIO(wav.header(44100) + b"\0\0")), 44100)
+    stereo = wav.header(16000).replace(b"\x01\x00\x01\x00", b"\x01\x00\x02\x00", 1)
     with self.assertRaisesRegex(ValueError, "2 channel.*stream mono 16-bit PCM"):
       pipe.read_wav_header(io.BytesIO(stereo))
     with self.assertRaisesRegex(ValueError, "not a WAV file"):
       pipe.read_wav_header(io.BytesIO(b"ID3" + b"\0" * 40))
     with self.assertRaisesRegex(ValueError, "ended inside its WAV header"):
-      pipe.read_wav_header(io.BytesIO(audio.wav16_header(16000)[:20]))
+      pipe.read_wav_header(io.BytesIO(wav.header(16000)[:20]))
 
   def test_at_the_models_rate_the_pipe_is_the_offline_model(self):
     model = causal_model()
@@ -155,7 +156,7 @@ class StreamCommandTest(tf.test.TestCase):
     noisy, enhanced = os.path.join(directory, "noisy.wav"), os.path.join(directory, "out.wav")
     signal = speechlike(0.7, 22050)
     with open(noisy, "wb") as f:
-      f.write(audio.wav16_header(22050, len(signal)) + pipe.to_pcm16(signal))
+      f.write(wav.header(22050, len(signal)) + pipe.to_pcm16(signal))
     command = ["trainer.stream", f"--saved_model={saved}", f"--input={noisy}",
                f"--output={enhanced}"]
     result = helpers.run_module(*command, timeout=300)

@@ -72,9 +72,9 @@ class ExportTest(tf.test.TestCase):
     signal = (0.1 * np.random.default_rng(4).normal(size=12000)).astype(np.float32)
     path = os.path.join(self.out_dir, "at_model_rate.wav")
     tf.io.write_file(path, tf.audio.encode_wav(signal[:, None], 8000))
-    whole = kept(self.model, tf.constant(audio.load(path)[0][None]), 0.05, 0.2)[0]
+    whole = kept(self.model, tf.constant(audio.read_file(path)[0][None]), 0.05, 0.2)[0]
     file_denoising.denoise_file(saved, path, path + ".out.wav")  # one chunk, at the model's rate
-    self.assertAllClose(audio.load(path + ".out.wav")[0], whole, atol=2 / 32768)
+    self.assertAllClose(audio.read_file(path + ".out.wav")[0], whole, atol=2 / 32768)
     with self.assertRaisesRegex(ValueError, r"keep_input=1.2 must be in \[0, 1\]"):
       saved_model.export(self.model_dir, os.path.join(self.out_dir, "bad"), keep_input=1.2)
 
@@ -98,7 +98,7 @@ class ExportTest(tf.test.TestCase):
     output_path = os.path.join(self.out_dir, "enhanced.wav")
     samples = file_denoising.denoise_file(self.saved, input_path, output_path, chunk_seconds=1.0,
                                    overlap_seconds=0.25)
-    enhanced, enhanced_rate = audio.load(output_path)
+    enhanced, enhanced_rate = audio.read_file(output_path)
     self.assertEqual((samples, len(enhanced), enhanced_rate), (len(noisy), len(noisy), rate))
     self.assertGreater(np.abs(enhanced).max(), 0.01)
     self.assertEqual(sorted(os.listdir(self.out_dir)),
@@ -109,7 +109,7 @@ class ExportTest(tf.test.TestCase):
       path = os.path.join(self.out_dir, f"short_{samples}_{rate}.wav")
       tf.io.write_file(path, tf.audio.encode_wav(np.full([samples, 1], 0.1, np.float32), rate))
       written = file_denoising.denoise_file(self.saved, path, path + ".out.wav")
-      enhanced, enhanced_rate = audio.load(path + ".out.wav")
+      enhanced, enhanced_rate = audio.read_file(path + ".out.wav")
       self.assertEqual((written, len(enhanced), enhanced_rate), (samples, samples, rate))
       self.assertTrue(np.all(np.isfinite(enhanced)))
 
@@ -135,7 +135,7 @@ class ExportTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "holds no SavedModel"):
       file_denoising.denoise_file(self.out_dir, input_path, existing, overwrite=True)
     file_denoising.denoise_file(self.saved, input_path, existing, overwrite=True)
-    self.assertEqual(audio.load(existing)[1], 8000)
+    self.assertEqual(audio.read_file(existing)[1], 8000)
     self.assertEqual(sorted(os.listdir(self.out_dir)),
                      ["existing.wav", "exported", "noisy.wav"])
 
@@ -173,7 +173,7 @@ class ExportTest(tf.test.TestCase):
     self.assertTrue(any("1 non-finite sample(s) (NaN/inf) from 0.500 s: replaced by 0" in line
                         for line in logs.output), logs.output)
     self.assertTrue(any("beyond full scale and clipped" in line for line in logs.output))
-    enhanced, _ = audio.load(output_path)
+    enhanced, _ = audio.read_file(output_path)
     self.assertGreater(np.abs(enhanced[:rate]).max(), 0.01)  # the NaN did not silence it
 
   def test_never_writes_into_over_or_around_the_model_dir(self):
