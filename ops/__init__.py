@@ -1,4 +1,4 @@
-"""Accelerator-side audio ops (XLA-compilable TensorFlow): mixing, reverb, remix, stateless draws, spectral helpers."""
+"""Accelerator-side audio ops (XLA-compilable TensorFlow): mixing, reverb, remix, stateless draws, spectral helpers, the kept input's filters and one frame's STFT for stream steps."""
 
 from common import requirements
 

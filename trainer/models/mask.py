@@ -47,6 +47,15 @@ class ResidualBlock(tf.Module):
   def __call__(self, x):
     return x + layers.glu(self.conv(x))
 
+  @property
+  def state_shape(self) -> list:
+    return self.conv.state_shape
+
+  def step(self, x, history):
+    """The block on the next frames `x` `[frames, channels]` after `history`."""
+    y, history = self.conv.step(x, history)
+    return x + layers.glu(y), history
+
 
 class MaskDenoiser(tf.Module):
   """`[batch, time]` noisy audio -> `[batch, time]` estimate, by a mask on the STFT.
@@ -178,7 +187,7 @@ class MaskStep(streaming.StreamStep):
     self.lead = self.window - self.hop
     self.latency = self.window - 1
     self._set_state_shapes([[self.lead], [self.lead]] + model.sliding_level.state_shapes + [
-        block.conv.state_shape for block in model.blocks])
+        block.state_shape for block in model.blocks])
     self.transform = frame_stft.create(transform, self.window, self.hop, model.fft_length)
 
   def __call__(self, samples: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
@@ -190,8 +199,7 @@ class MaskStep(streaming.StreamStep):
     level, earlier, seen = model.sliding_level.step(frame_level[0, 0], earlier, seen)
     x = model.project_in(model.relative(log_power, level) * 0.1)[0]
     for i, block in enumerate(model.blocks):
-      y, histories[i] = block.conv.step(x, histories[i])
-      x = x + layers.glu(y)
+      x, histories[i] = block.step(x, histories[i])
     gain = model.mask(x[None], self._shares)
     enhanced = self.transform.synthesise(spectrum, gain)
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
