@@ -70,10 +70,13 @@ class Conv1D(tf.Module):
       raise ValueError(f"A step of a stride-{self.stride} Conv1D takes whole strides, not "
                        f"{frames} frames.")
     seen = tf.concat([history, x], 0)
-    last = (frames // self.stride - 1) * self.stride + 1  # span of one tap's inputs
-    taps = [seen[k * self.dilation:k * self.dilation + last:self.stride]
-            for k in range(self.kernel_size)]
-    outputs = tf.matmul(tf.concat(taps, -1), tf.reshape(kernel, [-1, kernel.shape[-1]]))
+    if frames == self.stride:  # one output (a hop of frames): its taps in one slice
+      taps = tf.reshape(seen[:self.history + 1:self.dilation], [1, -1])
+    else:
+      last = (frames // self.stride - 1) * self.stride + 1  # span of one tap's inputs
+      taps = tf.concat([seen[k * self.dilation:k * self.dilation + last:self.stride]
+                        for k in range(self.kernel_size)], -1)
+    outputs = tf.matmul(taps, tf.reshape(kernel, [-1, kernel.shape[-1]]))
     return outputs + bias, seen[frames:]
 
 

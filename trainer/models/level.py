@@ -43,8 +43,11 @@ class SlidingMean:
       totals = earlier + tf.cumsum(values)
       return totals / counts, totals[-1], seen + n
     extended = tf.concat([earlier, values], 0)
-    total = tf.cumsum(extended)
-    before = tf.concat([[0.0], total[:n - 1]], 0)  # what precedes each window
-    sums = total[self.window - 1:self.window - 1 + n] - before
+    if n == 1:  # one value (a frame of a stream): the window's sum
+      sums = tf.reduce_sum(extended, keepdims=True)
+    else:
+      total = tf.cumsum(extended)
+      before = tf.concat([[0.0], total[:n - 1]], 0)  # what precedes each window
+      sums = total[self.window - 1:self.window - 1 + n] - before
     means = sums / tf.minimum(counts, float(self.window))
     return means, extended[n:], tf.minimum(seen + n, float(self.window))
