@@ -1,1 +1,1 @@
-"""Denoiser models as plain tf.Modules (the U-Net, the spectral mask) and the model card that builds them."""
+"""Denoiser models as plain tf.Modules, each architecture whole in its file (offline pass, stream step, kept-input rule) behind the Denoiser protocol, the layers they share, and the model card that builds them."""

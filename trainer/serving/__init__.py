@@ -1,1 +1,1 @@
-"""Serving: everything a trained denoiser needs after training - export, file denoising, the band above the model's rate and the kept input; it imports the models and audio I/O, never the training step or loop."""
+"""Serving: everything a trained denoiser needs after training - the SavedModel, TFLite, file denoising, streaming and the band above the model's rate; it calls models only through their Denoiser protocol (knowing no architecture) and never imports training code."""

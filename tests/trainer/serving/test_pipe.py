@@ -11,7 +11,6 @@ import pytest
 from scipy.io import wavfile
 import tensorflow as tf
 
-from input import audio
 from input import wav
 from ops import kept_input
 from tests import helpers
