@@ -7,6 +7,7 @@ import numpy as np
 import soxr
 
 from input import decoders
+from input import wav
 from input.decoders import AudioError  # pylint: disable=unused-import  (raised to callers)
 
 AUDIO_SUFFIXES = (".wav", ".flac")
@@ -44,6 +45,10 @@ class AudioFile:
     self.path = path
     self._reader = decoders.open_reader(path, decoder)
     self.rate, self.length = self._reader.rate, self._reader.length
+    try:
+      wav.check_rate(self.rate)
+    except wav.HeaderError as e:
+      raise AudioError(f"{path}: {e}.") from None
     if self.length == 0:
       raise AudioError(f"{path}: holds no audio samples.")
 

@@ -74,7 +74,45 @@ def open_reader(path: str, decoder: Optional[str] = None):
   decoder = decoder or chosen()
   if problem(decoder) is not None:
     raise AudioError(f"{path}: the {decoder} decoder cannot load here ({problem(decoder)}).")
+  header = wav_header(path)
+  if header is not None and header[0].data_size is None:  # a stream's WAV: to the end
+    return _StreamedWavReader(path, *header)
   return {TENSORFLOW_IO: _TensorflowIoReader, SOUNDFILE: _SoundfileReader}[decoder](path)
+
+
+class _StreamedWavReader:
+  """A WAV whose header leaves its data size unknown (0 or 0xFFFFFFFF, as `arecord`, `sox`
+  and `trainer.stream` to stdout write it), which the decoders read as empty or refuse:
+  its samples from the data chunk to the end of the file, PCM or float."""
+
+  _SCALES = {(wav.WAVE_FORMAT_PCM, 16): ("<i2", 2.0**15), (wav.WAVE_FORMAT_PCM, 32): ("<i4", 2.0**31),
+             (wav.WAVE_FORMAT_FLOAT, 32): ("<f4", 1.0), (wav.WAVE_FORMAT_FLOAT, 64): ("<f8", 1.0)}
+
+  def __init__(self, path: str, found: wav.Format, offset: int):
+    kind = (found.tag, found.bits)
+    if kind not in self._SCALES and kind not in ((wav.WAVE_FORMAT_PCM, 8),
+                                                 (wav.WAVE_FORMAT_PCM, 24)):
+      raise AudioError(f"{path}: a WAV of format {found.tag}, {found.bits}-bit, with no data "
+                       "size: convert it to PCM or float WAV.")
+    self.path, self._format, self._offset = path, found, offset
+    self.rate = found.rate
+    self.length = (tf.io.gfile.stat(path).length - offset) // found.frame_bytes
+
+  def read(self, start: int, stop: int) -> np.ndarray:
+    found = self._format
+    with tf.io.gfile.GFile(self.path, "rb") as f:
+      f.seek(self._offset + start * found.frame_bytes)
+      data = f.read((stop - start) * found.frame_bytes)
+    if found.bits == 8:
+      samples = (np.frombuffer(data, np.uint8).astype(np.float64) - 128.0) / 128.0
+    elif found.bits == 24:
+      triples = np.frombuffer(data, np.uint8).reshape(-1, 3).astype(np.int32)
+      packed = triples[:, 0] | (triples[:, 1] << 8) | (triples[:, 2] << 16)
+      samples = ((packed << 8) >> 8) / 2.0**23  # sign-extended
+    else:
+      dtype, scale = self._SCALES[(found.tag, found.bits)]
+      samples = np.frombuffer(data, dtype).astype(np.float64) / scale
+    return samples.reshape(-1, found.channels)
 
 
 class _SoundfileReader:
@@ -150,8 +188,9 @@ class _TensorflowIoReader:
     except (tf.errors.OpError, ValueError) as e:
       raise AudioError(f"{path}: cannot decode audio ({summary(e)}).") from e
     # tensorflow-io hands 32-bit PCM over as float32 bit patterns
-    self._int32_bits = (self._audio.dtype == tf.float32
-                        and wav_format(path) == (wav.WAVE_FORMAT_PCM, 32))
+    header = wav_header(path) if self._audio.dtype == tf.float32 else None
+    self._int32_bits = header is not None and (header[0].tag, header[0].bits) == (
+        wav.WAVE_FORMAT_PCM, 32)
 
   def read(self, start: int, stop: int) -> np.ndarray:
     try:
@@ -170,15 +209,23 @@ class _TensorflowIoReader:
     return samples.astype(np.float64) / scale
 
 
-def wav_format(path: str) -> Optional[Tuple[int, int]]:
-  """`(format tag, bits per sample)` from a WAV file's fmt chunk (the extensible format's
-  sub-format resolved), or None if `path` is not a readable WAV file."""
+def wav_header(path: str) -> Optional[Tuple[wav.Format, int]]:
+  """`(format, where its data starts)` of a WAV file; None for a file of another format (or
+  one that cannot be opened: the decoder names why).
+
+  Raises:
+    AudioError: naming the file, if its WAV header cannot be trusted (wav.read_header).
+  """
   try:
     with tf.io.gfile.GFile(path, "rb") as f:
-      found = wav.read_header(f)
-  except (wav.HeaderError, tf.errors.OpError, OSError):
+      if f.read(4) != b"RIFF":
+        return None
+      f.seek(0)
+      return wav.read_header(f), f.tell()
+  except wav.HeaderError as e:
+    raise AudioError(f"{path}: {e}.") from None
+  except (tf.errors.OpError, OSError):
     return None
-  return found.tag, found.bits
 
 
 def summary(error: Exception) -> str:

@@ -10,15 +10,16 @@ write them) or raw PCM with --raw_output. The latency and the real-time factor
 go to stderr at the end.
 """
 
-import os
 import sys
 
 from absl import app
 from absl import flags
 
+from common import checks
 from common import cli
 from common import files
 from input import wav
+from trainer.serving import file_denoising
 from trainer.serving import pipe
 from trainer.serving import saved_model as saved_model_lib
 from trainer.serving import streamer
@@ -28,16 +29,25 @@ BLOCK_SECONDS = 0.01  # read at most this much at a time
 
 
 def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
-        seekable_output: bool = False, extend_band: bool = True) -> pipe.Pipe:
-  """Streams `source` (a binary stream) through the export into `sink`; returns the pipe."""
+        seekable_output: bool = False, extend_band: bool = True,
+        name: str = "the input") -> pipe.Pipe:
+  """Streams `source` (a binary stream, called `name` in errors) through the export into
+  `sink`; returns the pipe. A WAV's audio is its data chunk alone."""
+  if raw_rate:
+    if not wav.MIN_RATE <= raw_rate <= wav.MAX_RATE:
+      raise checks.ArgumentError("raw_rate", raw_rate, f"must be a rate of audio, "
+                                 f"{wav.MIN_RATE}-{wav.MAX_RATE} Hz (0: the input is a WAV).")
+    rate, size = raw_rate, None
+  else:
+    found = pipe.read_wav_header(source, name)
+    rate, size = found.rate, found.data_size
   loaded = saved_model_lib.load_export(saved_model)
   stream = streamer.Streamer.from_saved_model(loaded)
-  rate = raw_rate or pipe.read_wav_header(source)
   through = pipe.Pipe(stream, rate=rate, model_rate=int(loaded.sample_rate),
                       keep_input=float(loaded.keep_input), extend_band=extend_band)
   if not raw_output:
     sink.write(wav.header(rate))
-  for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate))):
+  for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate)), size):
     sink.write(pipe.to_pcm16(through.feed(block)))
     sink.flush()
   sink.write(pipe.to_pcm16(through.flush()))
@@ -51,21 +61,32 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
 def main(argv):
   del argv
   with cli.one_line_errors("trainer.stream"):
-    if FLAGS.output != "-" and os.path.exists(FLAGS.output) and not FLAGS.overwrite:
-      raise FileExistsError(f"output {FLAGS.output} exists; pass --overwrite to replace it.")
+    if FLAGS.output != "-":
+      file_denoising.check_output(FLAGS.input, FLAGS.output, saved_model=FLAGS.saved_model,
+                                  overwrite=FLAGS.overwrite, wav_output=not FLAGS.raw_output)
     source = sys.stdin.buffer if FLAGS.input == "-" else open(FLAGS.input, "rb")
+    name = "stdin" if FLAGS.input == "-" else FLAGS.input
     with source:
       if FLAGS.output == "-":
         through = run(FLAGS.saved_model, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
-                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band)
+                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band, name=name)
       else:
         with files.atomic_writer(FLAGS.output) as sink:
           through = run(FLAGS.saved_model, source, sink, raw_rate=FLAGS.raw_rate,
                         raw_output=FLAGS.raw_output, seekable_output=True,
-                        extend_band=FLAGS.extend_band)
-  print(f"trainer.stream: {through.seconds_in:.2f} s of audio; latency "
-        f"{1e3 * through.latency_seconds:.1f} ms; real-time factor "
-        f"{through.busy_seconds / max(through.seconds_in, 1e-9):.3f}", file=sys.stderr)
+                        extend_band=FLAGS.extend_band, name=name)
+  print(f"trainer.stream: {summary(through)}", file=sys.stderr)
+
+
+def summary(through: pipe.Pipe) -> str:
+  """The run in one line: audio, latency and, once a hop of audio went through, the
+  real-time factor (on less it would be start-up time over next to no audio)."""
+  hop_seconds = through.streamer.hop / through.model_rate
+  rtf = (f"real-time factor {through.busy_seconds / through.seconds_in:.3f}"
+         if through.seconds_in >= hop_seconds else "no real-time factor (less than one hop "
+         "of audio)")
+  return (f"{through.seconds_in:.2f} s of audio; latency "
+          f"{1e3 * through.latency_seconds:.1f} ms; {rtf}")
 
 
 if __name__ == "__main__":

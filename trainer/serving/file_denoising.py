@@ -145,13 +145,15 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normpath(a) == os.path.normpath(b)
 
 
-def check_output(input_path: str, output_path: str, *, saved_model: str, overwrite: bool):
-  """Raises unless writing `output_path` loses nothing and gives what its name says: a .wav
-  file that is not a directory, not the input, not inside the SavedModel, and new (or
-  `overwrite`)."""
+def check_output(input_path: str, output_path: str, *, saved_model: str, overwrite: bool,
+                 wav_output: bool = True):
+  """Raises unless writing `output_path` loses nothing and gives what its name says: a file
+  (a .wav file if `wav_output`) that is not a directory, not the input, not inside the
+  SavedModel, and new (or `overwrite`). Every command that writes enhanced audio checks its
+  output with it, before reading any input."""
   if tf.io.gfile.isdir(output_path):
-    raise ValueError(f"output {output_path} is a directory: name the .wav file to write.")
-  if not output_path.lower().endswith(".wav"):
+    raise ValueError(f"output {output_path} is a directory: name the file to write.")
+  if wav_output and not output_path.lower().endswith(".wav"):
     raise ValueError(f"output {output_path} must end in .wav: the enhanced audio is written "
                      "as 16-bit WAV (convert it afterwards for another format).")
   if (tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb"))
@@ -161,8 +163,9 @@ def check_output(input_path: str, output_path: str, *, saved_model: str, overwri
   if not tf.io.gfile.exists(output_path):
     return
   if _same_file(output_path, input_path):
-    raise ValueError(f"output {output_path} is the input file, which would be replaced: "
-                     "write the enhanced audio to another file.")
+    raise ValueError(f"output {output_path} is the input file {input_path}, which would be "
+                     "replaced (even with --overwrite): write the enhanced audio to another "
+                     "file.")
   if not overwrite:
     raise FileExistsError(f"output {output_path} exists; pass overwrite (--overwrite) to "
                           "replace it.")

@@ -1,7 +1,7 @@
 """Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), the band above a lower-rate model's gated as the file path gates it, written as soon as it is enhanced."""
 
 import time
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Optional
 
 import numpy as np
 import soxr
@@ -11,31 +11,38 @@ from input import wav
 from trainer.serving import band_extension
 from trainer.serving import streamer as streamer_lib
 
-def read_wav_header(f: BinaryIO) -> int:
-  """Reads a mono 16-bit PCM WAV header from a stream (up to its data); returns the rate.
+def read_wav_header(f: BinaryIO, name: str = "the input") -> wav.Format:
+  """Reads a mono 16-bit PCM WAV header from a stream (up to its data): its rate and data
+  size (None: unknown, to the end of the stream).
 
   Raises:
-    ValueError: not a WAV, or not mono 16-bit PCM (naming what it is).
+    ValueError: naming `name`: not a WAV, a header that cannot be trusted, or not mono
+      16-bit PCM (naming what it is).
   """
   try:
     found = wav.read_header(f)
   except wav.HeaderError as e:
-    raise ValueError(f"the input: {e}. Pass a WAV, or raw 16-bit PCM with --raw_rate.") from None
+    raise ValueError(f"{name}: {e}. Pass a WAV, or raw 16-bit PCM with --raw_rate.") from None
   if found.tag != wav.WAVE_FORMAT_PCM or found.bits != 16 or found.channels != 1:
-    raise ValueError(f"the WAV holds {found.channels} channel(s) of {found.bits}-bit audio "
-                     f"(format {found.tag}); stream mono 16-bit PCM (e.g. arecord -f S16_LE "
-                     "-c 1).")
-  return found.rate
+    raise ValueError(f"{name}: the WAV holds {found.channels} channel(s) of {found.bits}-bit "
+                     f"audio (format {found.tag}); stream mono 16-bit PCM (e.g. arecord -f "
+                     "S16_LE -c 1).")
+  return found
 
 
-def pcm_blocks(f: BinaryIO, block_bytes: int) -> Iterator[np.ndarray]:
+def pcm_blocks(f: BinaryIO, block_bytes: int,
+               size: Optional[int] = None) -> Iterator[np.ndarray]:
   """Float32 samples of the 16-bit PCM read from `f`, as soon as each read returns
-  (at most `block_bytes` at a time), until the end of the stream."""
-  carry = b""
-  while True:
-    data = f.read1(block_bytes) if hasattr(f, "read1") else f.read(block_bytes)
+  (at most `block_bytes` at a time), until `size` bytes (a WAV's data chunk; what follows
+  it is not audio) or the end of the stream."""
+  carry, left = b"", size
+  while left is None or left > 0:
+    want = block_bytes if left is None else min(block_bytes, left)
+    data = f.read1(want) if hasattr(f, "read1") else f.read(want)
     if not data:
       return
+    if left is not None:
+      left -= len(data)
     data = carry + data
     whole = len(data) - len(data) % 2
     carry = data[whole:]

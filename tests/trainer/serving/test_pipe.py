@@ -14,6 +14,7 @@ import tensorflow as tf
 from input import wav
 from ops import kept_input
 from tests import helpers
+from trainer import stream as stream_command
 from trainer.models import mask
 from trainer.serving import file_denoising
 from trainer.serving import pipe
@@ -50,13 +51,13 @@ def speechlike(seconds, rate, seed=0):
 class PipeTest(tf.test.TestCase):
 
   def test_wav_headers_round_trip_and_bad_ones_are_named(self):
-    self.assertEqual(pipe.read_wav_header(io.BytesIO(wav.header(44100) + b"\0\0")), 44100)
+    self.assertEqual(pipe.read_wav_header(io.BytesIO(wav.header(44100) + b"\0\0")).rate, 44100)
     stereo = wav.header(16000).replace(b"\x01\x00\x01\x00", b"\x01\x00\x02\x00", 1)
     with self.assertRaisesRegex(ValueError, "2 channel.*stream mono 16-bit PCM"):
       pipe.read_wav_header(io.BytesIO(stereo))
     with self.assertRaisesRegex(ValueError, "not a WAV file"):
       pipe.read_wav_header(io.BytesIO(b"ID3" + b"\0" * 40))
-    with self.assertRaisesRegex(ValueError, "ended inside its WAV header"):
+    with self.assertRaisesRegex(ValueError, "ends inside its WAV header"):
       pipe.read_wav_header(io.BytesIO(wav.header(16000)[:20]))
 
   def test_at_the_models_rate_the_pipe_is_the_offline_model(self):
@@ -164,8 +165,41 @@ class StreamCommandTest(tf.test.TestCase):
     self.assertEqual((rate, len(out)), (22050, len(signal)))
     again = helpers.run_module(*command, timeout=300)
     self.assertNotEqual(again.returncode, 0)
-    self.assertIn("exists; pass --overwrite", again.stderr)
+    self.assertIn("exists; pass overwrite (--overwrite) to replace it", again.stderr)
     self.assertEqual(wavfile.read(enhanced)[1].tolist(), out.tolist())
+
+  @pytest.mark.end_to_end
+  def test_every_output_that_would_lose_something_is_refused_before_any_input_is_read(self):
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    module = saved_model.ExportedDenoiser(causal_model(), RATE)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    directory = self.create_tempdir().full_path
+    noisy = os.path.join(directory, "noisy.wav")
+    signal = speechlike(0.3, RATE)
+    original = wav.header(RATE, len(signal)) + pipe.to_pcm16(signal)
+    with open(noisy, "wb") as f:
+      f.write(original)
+    for output, flags, why in (
+        (noisy, ["--overwrite"], f"output {noisy} is the input file {noisy}"),
+        (directory, ["--overwrite"], f"output {directory} is a directory"),
+        (os.path.join(saved, "x.wav"), [], "lies inside the SavedModel")):
+      result = helpers.run_module("trainer.stream", f"--saved_model={saved}",
+                                  f"--input={noisy}", f"--output={output}", *flags, timeout=300)
+      self.assertNotEqual(result.returncode, 0)
+      self.assertIn(why, result.stderr)
+      self.assertNotIn("Traceback", result.stderr)
+    with open(noisy, "rb") as f:
+      self.assertEqual(f.read(), original)
+    self.assertEqual(sorted(os.listdir(directory)), ["noisy.wav"])  # nothing left behind
+
+  def test_less_than_a_hop_of_audio_reports_no_real_time_factor(self):
+    through = pipe.Pipe(streamer.Streamer.for_model(causal_model()), rate=RATE,
+                        model_rate=RATE)
+    through.feed(np.zeros(10, np.float32))
+    through.flush()
+    self.assertRegex(stream_command.summary(through), "no real-time factor")
+    through.feed(np.zeros(RATE // 10, np.float32))
+    self.assertRegex(stream_command.summary(through), r"real-time factor \d+\.\d{3}$")
 
 
 if __name__ == "__main__":
