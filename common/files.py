@@ -85,10 +85,15 @@ def read_json(path: str, fields: Optional[Dict[str, type]] = None, *, fix: str =
   """
   if not tf.io.gfile.exists(path):
     return None
-  with tf.io.gfile.GFile(path) as f:
-    text = f.read()
+  if tf.io.gfile.isdir(path):
+    raise DamagedFileError(f"{path} is a directory, not the JSON file it should be"
+                           f"{_then(fix)}")
   try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      text = f.read().decode("utf-8")
     value = json.loads(text)
+  except UnicodeDecodeError as e:
+    raise DamagedFileError(f"{path} is not text (byte {e.start}: {e.reason}){_then(fix)}") from None
   except ValueError as e:
     raise DamagedFileError(f"{path} is not valid JSON ({e}){_then(fix)}") from None
   if fields is not None:

@@ -102,4 +102,4 @@ def _explain_data_loss(configs: configs_lib.Configs, error: tf.errors.DataLossEr
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=lambda argv: app.parse_flags_with_usage(flagfiles.resolve(argv)))
+  app.run(main, flags_parser=flagfiles.parse)

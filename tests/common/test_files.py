@@ -59,6 +59,16 @@ class FilesTest(tf.test.TestCase):
     with open(path, "w") as f:
       f.write('{"host": "vm", "pid": 5, "value": 2, "items": [], "more": 1}')
     self.assertEqual(files.read_json(path, fields)["value"], 2)
+    with open(path, "wb") as f:
+      f.write(b'{"host": "\xff"}')
+    with self.assertRaisesRegex(files.DamagedFileError, f"^{path} is not text \\(byte 10: "
+                                "invalid start byte\\): delete it"):
+      files.read_json(path, fields, fix="delete it")
+    directory = os.path.join(os.path.dirname(path), "run_config.json")
+    os.makedirs(directory)
+    with self.assertRaisesRegex(files.DamagedFileError, f"^{directory} is a directory, not "
+                                "the JSON file it should be: move it"):
+      files.read_json(directory, fix="move it")
 
   def test_reason_finds_the_operating_systems_words(self):
     self.assertEqual(files.reason(OSError(28, "No space left on device")),

@@ -1,7 +1,10 @@
 """Flagfiles by bare name: `--flagfile=a100.flags` means the flags/a100.flags installed with the package when no such file is in the working directory, and so do the includes inside a flagfile."""
 
 import os
+import sys
 from typing import List, Optional, Sequence
+
+from absl import app
 
 import trainer
 
@@ -12,11 +15,21 @@ FLAGS_DIR = next((d for d in (os.path.join(_PACKAGE, "flags"),
                               os.path.join(os.path.dirname(_PACKAGE), "flags"))
                   if os.path.isdir(d)), os.path.join(_PACKAGE, "flags"))
 
-_DIRECTIVE = "--flagfile"
+_DIRECTIVE = "--flagfile"  # also -flagfile: absl takes one dash or two
+
+
+def parse(argv: Sequence[str]) -> List[str]:
+  """absl's flags parser for a program's `app.run`, after `resolve`; flagfiles that
+  include each other end the program with one line."""
+  try:
+    resolved = resolve(argv)
+  except ValueError as e:
+    sys.exit(f"{os.path.basename(argv[0])}: {e}")
+  return app.parse_flags_with_usage(resolved)
 
 
 def resolve(argv: Sequence[str]) -> List[str]:
-  """`argv` with each `--flagfile=NAME` replaced by the flags the file holds, its own
+  """`argv` with each `--flagfile=NAME` (or `-flagfile`) replaced by the flags the file holds, its own
   includes expanded the same way.
 
   NAME is looked up as given (relative to the working directory, or to the including file
@@ -31,6 +44,8 @@ def resolve(argv: Sequence[str]) -> List[str]:
 def _expand(args: Sequence[str], *, base: str, including: Sequence[str]) -> List[str]:
   expanded, args = [], iter(args)
   for arg in args:
+    if arg.startswith(_DIRECTIVE[1:]):  # -flagfile
+      arg = "-" + arg
     if arg == _DIRECTIVE:  # --flagfile NAME
       arg = f"{_DIRECTIVE}={next(args, '')}"
     if not arg.startswith(_DIRECTIVE + "="):

@@ -44,6 +44,13 @@ def check(model_dir: str, configs: configs_lib.Configs):
     return
   binding = {name: change for name, change in _changes(stored["flags"], flags(configs)).items()
              if name in BINDING}
+  retyped = {n: old for n, (old, new) in binding.items() if str(old) == str(new)}
+  if retyped:
+    raise ValueError(
+        f"{os.path.join(model_dir, RUN_CONFIG_FILE)} holds "
+        f"{', '.join(f'{n}={old!r}' for n, old in retyped.items())}, of another type than "
+        "the flag's: it was edited by hand. Restore it from a copy, or write the value as "
+        "the flag's type (e.g. 8, not \"8\").")
   if binding:
     raise ValueError(
         f"{model_dir} was trained with "

@@ -112,7 +112,12 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
       (["--keep_best=pesq", "--eval_perceptual_examples=0"],
        "--keep_best=pesq is scored only on --eval_perceptual_examples, which is 0"),
       (["--architecture=unet", "--causal", "--attention_seconds=2"],
-       "--attention_seconds=2.0 is longer than --crop_seconds=1"))
+       "--attention_seconds=2.0 is longer than --crop_seconds=1"),
+      (["--causal", "--level_seconds=2"], "--level_seconds=2.0 is longer than --crop_seconds=1"),
+      (["--architecture=unet", "--causal", "--level_seconds=1.5"],
+       "--level_seconds=1.5 is longer than --crop_seconds=1"),
+      (["--train_steps=0"], "--train_steps=0 must be >= 1"),
+      (["--train_steps=-5"], "--train_steps=-5 must be >= 1"))
   def test_flag_combinations_are_refused_when_the_flags_are_read(self, argv, error):
     with self.assertRaises(checks.ArgumentError) as refused:
       parsed.configs("--flagfile=cpu.flags", *argv)

@@ -32,6 +32,8 @@ class ResolveTest(tf.test.TestCase):
                      ["prog", *flags_in("cpu.flags"), "--x=1"])
     self.assertEqual(flagfiles.resolve(["prog", "--flagfile", "cpu.flags"]),
                      ["prog", *flags_in("cpu.flags")])
+    for one_dash in (["-flagfile=cpu.flags"], ["-flagfile", "cpu.flags"]):  # absl takes both
+      self.assertEqual(flagfiles.resolve(["prog", *one_dash]), ["prog", *flags_in("cpu.flags")])
 
   def test_includes_resolve_from_any_directory_and_later_flags_win(self):
     mixing = flagfiles.resolve(["--flagfile=a100_mixing.flags"])
@@ -62,6 +64,12 @@ class ResolveTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r"include each other: .*a.flags -> .*b.flags -> "
                                 r".*a.flags"):
       flagfiles.resolve(["--flagfile=a.flags"])
+    with open("self.flags", "w") as f:
+      f.write("--train_steps=3\n--flagfile=self.flags\n")
+    with self.assertRaises(SystemExit) as stop:  # the program's parser: one line
+      flagfiles.parse(["trainer/main.py", "-flagfile=self.flags"])
+    self.assertRegex(str(stop.exception), r"^main.py: flagfiles include each other: "
+                     r".*self.flags -> .*self.flags\. Remove one")
 
 
 class ProgramTest(tf.test.TestCase):

@@ -46,6 +46,16 @@ class RunRecordTest(tf.test.TestCase):
                                 "say --accumulate_steps=2, --global_batch_size=32: resuming"):
       run_record.check(self.model_dir, parsed.configs("--global_batch_size=32", "--accumulate_steps=2"))
 
+  def test_a_value_edited_to_another_type_is_named_as_such(self):
+    run_record.record(self.model_dir, parsed.configs(), step=0, replace=True)
+    stored = self.stored()
+    stored["flags"]["global_batch_size"] = "16"
+    with open(self.path, "w") as f:
+      json.dump(stored, f)
+    with self.assertRaisesRegex(ValueError, f"^{self.path} holds global_batch_size='16', of "
+                                "another type than the flag's: it was edited by hand"):
+      run_record.check(self.model_dir, parsed.configs())
+
   def test_a_first_start_replaces_a_record_that_bound_nothing(self):
     run_record.record(self.model_dir, parsed.configs("--learning_rate=0.5"), step=0, replace=True)
     run_record.record(self.model_dir, parsed.configs("--learning_rate=0.002"), step=0, replace=True)

@@ -11,13 +11,15 @@ from trainer.loop import best
 def check(run: run_config.RunConfig, data: data_config.DataConfig,
           model: model_config.ModelConfig):
   """Raises ArgumentError naming the flag of the first combination that cannot run."""
+  checks.at_least("train_steps", run.train_steps, 1)  # before the schedules it bounds
   shape = model.shape()
-  window = shape.get("attention_seconds")
-  if shape.get("causal") and window and data.crop_seconds and window > data.crop_seconds:
-    raise checks.ArgumentError("attention_seconds", window,
-                               f"is longer than --crop_seconds={data.crop_seconds:g}: training "
-                               "would never show the model a full window, which a stream "
-                               "then attends to.")
+  for name, what in (("attention_seconds", "attends to"), ("level_seconds", "normalises by")):
+    window = shape.get(name)
+    if shape.get("causal") and window and data.crop_seconds and window > data.crop_seconds:
+      raise checks.ArgumentError(name, window,
+                                 f"is longer than --crop_seconds={data.crop_seconds:g}: "
+                                 "training would never show the model a full window, which a "
+                                 f"stream then {what}.")
   if run.mode in ("eval", "continuous_eval") and not data.eval_split:
     raise checks.ArgumentError("mode", run.mode, "needs an eval split (--eval_split).")
   if run.early_stop_patience:
