@@ -12,13 +12,16 @@ import tensorflow as tf
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str) -> Iterator:
+def atomic_writer(path: str, *, replace: bool = True) -> Iterator:
   """`with atomic_writer(path) as f:` writes a binary file (any tf.io.gfile filesystem; a local
   one is a plain, seekable Python file) under
   a unique temporary name beside `path`, renamed to `path` when the block completes and
-  removed if anything fails, so `path` is never half written.
+  removed if anything fails, so `path` is never half written. Without `replace`, `path` is
+  created only if nothing is there by then (atomically on a local disk: a hard link), so
+  of two writers racing to one new path the second fails instead of replacing the first.
 
   Raises:
+    FileExistsError: not `replace`, and `path` exists when the file is complete.
     OSError: the file system refused (full, read-only, a directory in the way),
       naming `path` and the cause; `path` is then as it was.
   """
@@ -30,7 +33,12 @@ def atomic_writer(path: str) -> Iterator:
     # a local file is a plain (seekable) Python file; other file systems need GFile
     with (open(tmp, "wb") if "://" not in path else tf.io.gfile.GFile(tmp, "wb")) as f:
       yield f
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    if replace:
+      tf.io.gfile.rename(tmp, path, overwrite=True)
+    else:
+      _create(tmp, path)
+  except FileExistsError:
+    raise
   except (tf.errors.OpError, OSError) as e:
     raise OSError(f"Could not write {path} ({reason(e)}); it is unchanged.") from e
   finally:
@@ -38,9 +46,24 @@ def atomic_writer(path: str) -> Iterator:
       tf.io.gfile.remove(tmp)
 
 
-def write_bytes(path: str, data: bytes) -> str:
+def _create(tmp: str, path: str):
+  """Gives the complete file `tmp` the name `path` unless something has it (FileExistsError)."""
+  try:
+    try:
+      os.link(tmp, path)  # atomic: fails if `path` exists
+    except OSError as e:  # another file system, or one without hard links
+      if isinstance(e, FileExistsError):
+        raise
+      tf.io.gfile.rename(tmp, path, overwrite=False)  # the file system's own check
+  except (tf.errors.AlreadyExistsError, FileExistsError):
+    raise FileExistsError(f"{path} was written by another process while this one ran; it "
+                          "was not replaced. Write to another path, or pass overwrite "
+                          "(--overwrite) to replace it.") from None
+
+
+def write_bytes(path: str, data: bytes, *, replace: bool = True) -> str:
   """Writes `data` to `path` atomically (see `atomic_writer`); returns `path`."""
-  with atomic_writer(path) as f:
+  with atomic_writer(path, replace=replace) as f:
     f.write(data)
   return path
 

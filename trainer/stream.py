@@ -71,7 +71,7 @@ def main(argv):
         through = run(FLAGS.saved_model, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
                       raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band, name=name)
       else:
-        with files.atomic_writer(FLAGS.output) as sink:
+        with files.atomic_writer(FLAGS.output, replace=FLAGS.overwrite) as sink:
           through = run(FLAGS.saved_model, source, sink, raw_rate=FLAGS.raw_rate,
                         raw_output=FLAGS.raw_output, seekable_output=True,
                         extend_band=FLAGS.extend_band, name=name)

@@ -26,6 +26,22 @@ class FilesTest(tf.test.TestCase):
     with open(path) as f:
       self.assertEqual(f.read(), "short\n")
 
+  def test_without_replace_the_second_of_two_racing_writers_fails(self):
+    directory = self.create_tempdir().full_path
+    path = os.path.join(directory, "out.wav")
+    with self.assertRaisesRegex(FileExistsError, f"{path} was written by another process "
+                                "while this one ran; it was not replaced"):
+      with files.atomic_writer(path, replace=False) as f:
+        f.write(b"mine")
+        files.write_bytes(path, b"theirs", replace=False)  # finishes first
+    with open(path, "rb") as f:
+      self.assertEqual(f.read(), b"theirs")
+    self.assertEqual(os.listdir(directory), ["out.wav"])  # no temporary left
+    ram = "ram://files_test/x.bin"
+    self.assertEqual(files.write_bytes(ram, b"1", replace=False), ram)
+    with self.assertRaises(FileExistsError):
+      files.write_bytes(ram, b"2", replace=False)
+
   def test_a_failed_write_leaves_the_old_file_and_no_temporary(self):
     directory = self.create_tempdir().full_path
     target = os.path.join(directory, "taken")

@@ -189,7 +189,7 @@ def denoise_file(saved_model: str, input_path: str, output_path: str, *,
   module = saved_model_lib.load_export(saved_model)
   keep_input, keep_presence = kept_shares(module, keep_input, keep_presence)
   source = audio.AudioFile(input_path)
-  with files.atomic_writer(output_path) as f:
+  with files.atomic_writer(output_path, replace=overwrite) as f:
     clipped = write_wav16(f, denoise_stream(module, source, chunk_seconds=chunk_seconds,
                                             overlap_seconds=overlap_seconds,
                                             keep_input=keep_input,

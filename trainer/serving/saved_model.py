@@ -119,7 +119,12 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   previous = tmp + ".previous"
   try:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
-    _replace(tmp, output, previous)
+    if overwrite and tf.io.gfile.isdir(output) and tf.io.gfile.listdir(output):
+      _replace(tmp, output, previous)
+    else:
+      _create(tmp, output)
+  except FileExistsError:
+    raise
   except (tf.errors.OpError, OSError) as e:
     raise OSError(f"Could not write the export to {output} ({files.reason(e)}): free space "
                   "or make it writable.") from e
@@ -129,12 +134,30 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   return output
 
 
+def _create(new: str, output: str):
+  """Puts directory `new` at `output`, which must be new or an empty directory when it
+  happens: one rename, which fails if anything (another export finishing first) is there.
+
+  Raises:
+    FileExistsError: `output` holds something by then; nothing was replaced.
+  """
+  try:
+    if "://" in output:  # no atomic rename there: the file system's own check
+      tf.io.gfile.rename(new, output, overwrite=False)
+    else:
+      os.rename(new, output)  # atomic, and refused onto a directory that is not empty
+  except (tf.errors.AlreadyExistsError, OSError) as e:
+    if isinstance(e, OSError) and not tf.io.gfile.exists(output):
+      raise
+    raise FileExistsError(f"output {output} was written by another export while this one "
+                          "ran; it was not replaced. Export again to another path, or pass "
+                          "overwrite (--overwrite) to replace it.") from None
+
+
 def _replace(new: str, output: str, previous: str):
-  """Puts directory `new` at `output`. An earlier export there is moved to `previous` first
-  and removed only once `new` is in place; if that fails, it is moved back."""
-  if not tf.io.gfile.isdir(output):
-    tf.io.gfile.rename(new, output)
-    return
+  """Puts directory `new` at `output` in place of an earlier export, which is moved to
+  `previous` first and removed only once `new` is in place; if that fails, it is moved
+  back."""
   tf.io.gfile.rename(output, previous)
   try:
     tf.io.gfile.rename(new, output)

@@ -74,4 +74,5 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
   model, _, used = run_dir.restore_model(model_dir, weights, checkpoint)
   logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
   return files.write_bytes(output, convert(model, keep_input=keep_input,
-                                           keep_presence=keep_presence, quantize=quantize))
+                                           keep_presence=keep_presence, quantize=quantize),
+                           replace=overwrite)

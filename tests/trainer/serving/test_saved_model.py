@@ -273,6 +273,24 @@ class ExportTest(tf.test.TestCase):
     self.assertRegex(result.stderr.strip().splitlines()[-1],
                      f"^trainer.export: --checkpoint={path} lacks {total} of")
 
+  def test_of_two_exports_to_one_new_path_the_second_to_finish_fails(self):
+    output = os.path.join(self.out_dir, "race")
+    real_save = tf.saved_model.save
+
+    def save_while_another_finishes(module, path, signatures):
+      real_save(module, path, signatures=signatures)
+      os.makedirs(output)  # the other export, renamed into place first
+      with open(os.path.join(output, "saved_model.pb"), "w") as f:
+        f.write("the other export")
+
+    with mock.patch.object(saved_model.tf.saved_model, "save", save_while_another_finishes):
+      with self.assertRaisesRegex(FileExistsError, f"output {output} was written by another "
+                                  "export while this one ran; it was not replaced"):
+        saved_model.export(self.model_dir, output)
+    with open(os.path.join(output, "saved_model.pb")) as f:
+      self.assertEqual(f.read(), "the other export")
+    self.assertEqual(sorted(os.listdir(self.out_dir)), ["exported", "race"])  # no temporary
+
   def test_a_failed_replacement_keeps_the_earlier_export(self):
     saved_model_pb = os.path.join(self.saved, "saved_model.pb")
     with open(saved_model_pb, "rb") as f:
