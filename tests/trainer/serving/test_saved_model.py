@@ -117,9 +117,10 @@ class ExportTest(tf.test.TestCase):
     input_path = os.path.join(self.out_dir, "noisy.wav")
     tf.io.write_file(input_path, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
     original = tf.io.read_file(input_path).numpy()
-    with self.assertRaisesRegex(ValueError, "is the input file, which would be replaced"):
+    with self.assertRaisesRegex(ValueError, f"is the input file {input_path}, which would be "
+                                "replaced"):
       file_denoising.denoise_file(self.saved, input_path, input_path, overwrite=True)
-    with self.assertRaisesRegex(ValueError, "is a directory: name the .wav file"):
+    with self.assertRaisesRegex(ValueError, "is a directory: name the file"):
       file_denoising.denoise_file(self.saved, input_path, self.out_dir)
     existing = os.path.join(self.out_dir, "existing.wav")
     with open(existing, "wb") as f:
