@@ -1,20 +1,53 @@
-"""Command-line tools end an error in one line: a refused argument as its flag, any other expected error in its own words."""
+"""Command-line tools end an error in one line: a refused argument as its flag, any other expected error in its own words, a SIGINT or SIGTERM as what it stopped."""
 
 import contextlib
+import signal
 import sys
 from typing import Type
 
 from common import checks
 
 
+class Stopped(Exception):
+  """SIGINT or SIGTERM arrived (`stop_on_signals`); `str()` names the signal."""
+
+  def __init__(self, signum: int):
+    self.signum = signum
+    super().__init__(signal.Signals(signum).name)
+
+  def exit(self, message: str):
+    """Ends the program with `message` on stderr and the shell's status for the signal."""
+    print(message, file=sys.stderr)
+    sys.exit(128 + self.signum)
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+  """`with stop_on_signals():` SIGINT and SIGTERM raise `Stopped` where the program is, so
+  what it writes is finished or removed (files.atomic_writer) instead of cut off."""
+
+  def stop(signum, _):
+    raise Stopped(signum)
+
+  previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+  try:
+    yield
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, handler)
+
+
 @contextlib.contextmanager
 def one_line_errors(program: str, *errors: Type[Exception]):
   """`with one_line_errors("trainer.export", CheckpointError):` exits non-zero with one line
-  for an ArgumentError (`program: --flag=value problem`), or a ValueError, OSError or one of
-  `errors` (`program: message`); anything else is a bug and keeps its traceback."""
+  for an ArgumentError (`program: --flag=value problem`), a ValueError, OSError or one of
+  `errors` (`program: message`), or a signal `stop_on_signals` turned into `Stopped`
+  (`program: stopped by SIGINT ...`); anything else is a bug and keeps its traceback."""
   try:
     yield
   except checks.ArgumentError as e:
     sys.exit(f"{program}: {e.flag()}")
+  except Stopped as e:
+    e.exit(f"{program}: stopped by {e}; nothing more was written.")
   except (ValueError, OSError, *errors) as e:
     sys.exit(f"{program}: {e}")

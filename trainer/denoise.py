@@ -14,7 +14,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  with cli.one_line_errors("trainer.denoise"):
+  with cli.one_line_errors("trainer.denoise"), cli.stop_on_signals():
     samples = file_denoising.denoise_file(
         FLAGS.saved_model, FLAGS.input, FLAGS.output, chunk_seconds=FLAGS.chunk_seconds,
         overlap_seconds=FLAGS.overlap_seconds, overwrite=FLAGS.overwrite,

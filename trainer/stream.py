@@ -32,7 +32,9 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
         seekable_output: bool = False, extend_band: bool = True,
         name: str = "the input") -> pipe.Pipe:
   """Streams `source` (a binary stream, called `name` in errors) through the export into
-  `sink`; returns the pipe. A WAV's audio is its data chunk alone."""
+  `sink`; returns the pipe. A WAV's audio is its data chunk alone. A SIGINT or SIGTERM
+  (`cli.stop_on_signals`) ends the input there: what came in is enhanced and written whole,
+  and `stopped_by` on the pipe names the signal."""
   if raw_rate:
     if not wav.MIN_RATE <= raw_rate <= wav.MAX_RATE:
       raise checks.ArgumentError("raw_rate", raw_rate, f"must be a rate of audio, "
@@ -47,9 +49,12 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
                       keep_input=float(loaded.keep_input), extend_band=extend_band)
   if not raw_output:
     sink.write(wav.header(rate))
-  for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate)), size):
-    sink.write(pipe.to_pcm16(through.feed(block)))
-    sink.flush()
+  try:
+    for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate)), size):
+      sink.write(pipe.to_pcm16(through.feed(block)))
+      sink.flush()
+  except cli.Stopped as e:  # the audio so far is the stream: finish it
+    through.stopped_by = e
   sink.write(pipe.to_pcm16(through.flush()))
   if seekable_output and not raw_output:  # a file: give the header its sizes
     sink.seek(0)
@@ -60,7 +65,7 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
 
 def main(argv):
   del argv
-  with cli.one_line_errors("trainer.stream"):
+  with cli.one_line_errors("trainer.stream"), cli.stop_on_signals():
     if FLAGS.output != "-":
       file_denoising.check_output(FLAGS.input, FLAGS.output, saved_model=FLAGS.saved_model,
                                   overwrite=FLAGS.overwrite, wav_output=not FLAGS.raw_output)
@@ -75,6 +80,10 @@ def main(argv):
           through = run(FLAGS.saved_model, source, sink, raw_rate=FLAGS.raw_rate,
                         raw_output=FLAGS.raw_output, seekable_output=True,
                         extend_band=FLAGS.extend_band, name=name)
+  if through.stopped_by is not None:
+    through.stopped_by.exit(f"trainer.stream: stopped by {through.stopped_by}: "
+                            f"{summary(through)}; the audio enhanced so far is in "
+                            f"{'stdout' if FLAGS.output == '-' else FLAGS.output}.")
   print(f"trainer.stream: {summary(through)}", file=sys.stderr)
 
 

@@ -80,6 +80,7 @@ class Pipe:
       self._signal = np.zeros(0, np.float32)  # input whose upper band is not yet known
       self._model_band = self._upper_band = np.zeros(0, np.float32)  # not yet returned
     self.samples_in = self.samples_out = 0
+    self.stopped_by = None  # what ended the input early (trainer.stream: a signal)
     self.busy_seconds = self._resampling_delay = 0.0
 
   @property

@@ -1,15 +1,23 @@
-"""Tests for trainer.serving.file_denoising: chunks cross-faded back to the whole, no silence padding, a file streamed a segment at a time."""
+"""Tests for trainer.serving.file_denoising and the trainer.denoise command: chunks cross-faded back to the whole, no silence padding, a file streamed a segment at a time, a signal ending it in one line."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 import types
 from unittest import mock
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from input import audio
+from input import wav
 from tests import helpers
+from trainer.models import mask
 from trainer.serving import file_denoising
+from trainer.serving import saved_model
 
 
 class EnhanceTest(tf.test.TestCase):
@@ -59,6 +67,41 @@ class EnhanceTest(tf.test.TestCase):
   def test_bad_overlap(self):
     with self.assertRaisesRegex(ValueError, "overlap"):
       file_denoising.enhance(lambda x: x, np.zeros(10), chunk=100, overlap=100)
+
+
+
+class DenoiseCommandTest(tf.test.TestCase):
+
+  @pytest.mark.end_to_end
+  def test_a_signal_ends_it_in_one_line_and_leaves_nothing_behind(self):
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    module = saved_model.ExportedDenoiser(mask.MaskDenoiser(sample_rate=16000, hidden=8,
+                                                            depth=2), 16000)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    directory = self.create_tempdir().full_path
+    noisy, output = os.path.join(directory, "noisy.wav"), os.path.join(directory, "out.wav")
+    samples = 20 * 60 * 16000  # long enough to be still running when signalled
+    with open(noisy, "wb") as f:
+      f.write(wav.header(16000, samples) + (np.arange(samples) % 200 * 50).astype(
+          "<i2").tobytes())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+      child = subprocess.Popen(
+          [sys.executable, "-m", "trainer.denoise", f"--saved_model={saved}",
+           f"--input={noisy}", f"--output={output}"], stderr=subprocess.PIPE,
+          env=helpers.env(), cwd=helpers.REPO)
+      try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(os.listdir(directory)) < 2:
+          time.sleep(0.1)  # until it writes its temporary file
+        child.send_signal(signum)
+        err = child.stderr.read().decode()
+        self.assertEqual(child.wait(timeout=60), 128 + signum, err[-2000:])
+      finally:
+        child.kill()
+      self.assertNotIn("Traceback", err)
+      self.assertEqual(err.strip().splitlines()[-1], f"trainer.denoise: stopped by "
+                       f"{signal.Signals(signum).name}; nothing more was written.")
+      self.assertEqual(os.listdir(directory), ["noisy.wav"])
 
 
 if __name__ == "__main__":

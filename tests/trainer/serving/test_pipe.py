@@ -2,9 +2,11 @@
 
 import io
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -191,6 +193,40 @@ class StreamCommandTest(tf.test.TestCase):
     with open(noisy, "rb") as f:
       self.assertEqual(f.read(), original)
     self.assertEqual(sorted(os.listdir(directory)), ["noisy.wav"])  # nothing left behind
+
+  @pytest.mark.end_to_end
+  def test_a_signal_keeps_what_was_enhanced_as_a_whole_wav_in_one_line(self):
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    module = saved_model.ExportedDenoiser(causal_model(), RATE)
+    tf.saved_model.save(module, saved, signatures=module.signatures())
+    pcm = pipe.to_pcm16(speechlike(1.0, RATE))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+      directory = self.create_tempdir().full_path
+      output = os.path.join(directory, "out.wav")
+      child = subprocess.Popen(
+          [sys.executable, "-m", "trainer.stream", f"--saved_model={saved}",
+           f"--raw_rate={RATE}", f"--output={output}"], stdin=subprocess.PIPE,
+          stderr=subprocess.PIPE, env=helpers.env(), cwd=helpers.REPO)
+      try:
+        child.stdin.write(pcm)
+        child.stdin.flush()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(  # the second of audio went through
+            os.path.getsize(os.path.join(directory, n)) > len(pcm) // 2
+            for n in os.listdir(directory)):
+          time.sleep(0.2)
+        child.send_signal(signum)
+        err = child.stderr.read().decode()
+        self.assertEqual(child.wait(timeout=60), 128 + signum, err[-2000:])
+      finally:
+        child.kill()
+      self.assertNotIn("Traceback", err)
+      self.assertRegex(err.strip().splitlines()[-1],
+                       f"^trainer.stream: stopped by {signal.Signals(signum).name}: 1.00 s of "
+                       f"audio; .*the audio enhanced so far is in {output}.$")
+      self.assertEqual(os.listdir(directory), ["out.wav"])  # no temporary left
+      rate, out = wavfile.read(output)  # a whole WAV: its header's sizes are right
+      self.assertEqual((rate, len(out)), (RATE, RATE))
 
   def test_less_than_a_hop_of_audio_reports_no_real_time_factor(self):
     through = pipe.Pipe(streamer.Streamer.for_model(causal_model()), rate=RATE,
