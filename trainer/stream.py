@@ -69,6 +69,10 @@ def main(argv):
     if FLAGS.output != "-":
       file_denoising.check_output(FLAGS.input, FLAGS.output, saved_model=FLAGS.saved_model,
                                   overwrite=FLAGS.overwrite, wav_output=not FLAGS.raw_output)
+    for name, stream, flag in (("stdin", sys.stdin, "input"), ("stdout", sys.stdout, "output")):
+      if getattr(FLAGS, flag) == "-" and stream is None:  # the shell closed it (<&-, >&-)
+        raise ValueError(f"{name} is closed: pass --{flag}=FILE, or give the command a "
+                         f"{name}.")
     source = sys.stdin.buffer if FLAGS.input == "-" else open(FLAGS.input, "rb")
     name = "stdin" if FLAGS.input == "-" else FLAGS.input
     with source:

@@ -228,6 +228,18 @@ class StreamCommandTest(tf.test.TestCase):
       rate, out = wavfile.read(output)  # a whole WAV: its header's sizes are right
       self.assertEqual((rate, len(out)), (RATE, RATE))
 
+  @pytest.mark.end_to_end
+  def test_a_closed_stdin_or_stdout_is_named(self):
+    saved = os.path.join(self.create_tempdir().full_path, "exported")
+    command = f"{sys.executable} -m trainer.stream --saved_model={saved} --raw_rate={RATE}"
+    for closed, name in (("<&-", "stdin"), (">&-", "stdout")):
+      result = subprocess.run(f"{command} {closed}", shell=True, capture_output=True,
+                              text=True, env=helpers.env(), cwd=helpers.REPO, timeout=300)
+      self.assertNotEqual(result.returncode, 0)
+      self.assertEqual(result.stderr.strip().splitlines()[-1], f"trainer.stream: {name} is "
+                       f"closed: pass --{'input' if name == 'stdin' else 'output'}=FILE, or "
+                       f"give the command a {name}.")
+
   def test_less_than_a_hop_of_audio_reports_no_real_time_factor(self):
     through = pipe.Pipe(streamer.Streamer.for_model(causal_model()), rate=RATE,
                         model_rate=RATE)
