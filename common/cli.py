@@ -8,8 +8,9 @@ from typing import Type
 from common import checks
 
 
-class Stopped(Exception):
-  """SIGINT or SIGTERM arrived (`stop_on_signals`); `str()` names the signal."""
+class Stopped(BaseException):
+  """SIGINT or SIGTERM arrived (`stop_on_signals`); `str()` names the signal. Like
+  KeyboardInterrupt, not an Exception: no `except Exception` takes it for an error."""
 
   def __init__(self, signum: int):
     self.signum = signum

@@ -28,10 +28,10 @@ FLAGS = flags.FLAGS
 BLOCK_SECONDS = 0.01  # read at most this much at a time
 
 
-def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
+def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
         seekable_output: bool = False, extend_band: bool = True,
         name: str = "the input") -> pipe.Pipe:
-  """Streams `source` (a binary stream, called `name` in errors) through the export into
+  """Streams `source` (a binary stream, called `name` in errors) through the loaded export into
   `sink`; returns the pipe. A WAV's audio is its data chunk alone. A SIGINT or SIGTERM
   (`cli.stop_on_signals`) ends the input there: what came in is enhanced and written whole,
   and `stopped_by` on the pipe names the signal."""
@@ -43,7 +43,6 @@ def run(saved_model: str, source, sink, *, raw_rate: int = 0, raw_output: bool =
   else:
     found = pipe.read_wav_header(source, name)
     rate, size = found.rate, found.data_size
-  loaded = saved_model_lib.load_export(saved_model)
   stream = streamer.Streamer.from_saved_model(loaded)
   through = pipe.Pipe(stream, rate=rate, model_rate=int(loaded.sample_rate),
                       keep_input=float(loaded.keep_input), extend_band=extend_band)
@@ -73,15 +72,16 @@ def main(argv):
       if getattr(FLAGS, flag) == "-" and stream is None:  # the shell closed it (<&-, >&-)
         raise ValueError(f"{name} is closed: pass --{flag}=FILE, or give the command a "
                          f"{name}.")
+    loaded = saved_model_lib.load_export(FLAGS.saved_model)  # before any output is opened
     source = sys.stdin.buffer if FLAGS.input == "-" else open(FLAGS.input, "rb")
     name = "stdin" if FLAGS.input == "-" else FLAGS.input
     with source:
       if FLAGS.output == "-":
-        through = run(FLAGS.saved_model, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
+        through = run(loaded, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
                       raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band, name=name)
       else:
         with files.atomic_writer(FLAGS.output, replace=FLAGS.overwrite) as sink:
-          through = run(FLAGS.saved_model, source, sink, raw_rate=FLAGS.raw_rate,
+          through = run(loaded, source, sink, raw_rate=FLAGS.raw_rate,
                         raw_output=FLAGS.raw_output, seekable_output=True,
                         extend_band=FLAGS.extend_band, name=name)
   if through.stopped_by is not None:

@@ -168,8 +168,9 @@ def _replace(new: str, output: str, previous: str):
 
 
 def load_export(saved_model: str):
-  """The exported module; a clear error for a directory that is not a trainer.export output
-  (or one written before exports kept a share of the input)."""
+  """The exported module; a clear error naming `saved_model` for a directory that is not a
+  trainer.export output, a damaged one, or one written before exports kept a share of the
+  input."""
   if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
     if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
       raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
@@ -177,7 +178,12 @@ def load_export(saved_model: str):
                        "--output=exported/<name> and pass that directory.")
     raise ValueError(f"{saved_model} holds no SavedModel (saved_model.pb): pass a directory "
                      "written by python -m trainer.export.")
-  module = tf.saved_model.load(saved_model)
+  try:
+    module = tf.saved_model.load(saved_model)
+  except Exception as e:  # pylint: disable=broad-except  (protobuf, OpError, ValueError, ...)
+    raise ValueError(f"{saved_model} is a damaged export: TensorFlow cannot load it "
+                     f"({type(e).__name__}: {' '.join(str(e).split())[:200]}). Export the run "
+                     "again (python -m trainer.export --overwrite).") from None
   if "denoise_keeping" not in module.signatures:
     raise ValueError(f"{saved_model} was exported before exports kept a share of the input "
                      "(it has no denoise_keeping): export the run again with python -m "

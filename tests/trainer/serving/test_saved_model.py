@@ -274,6 +274,25 @@ class ExportTest(tf.test.TestCase):
     self.assertRegex(result.stderr.strip().splitlines()[-1],
                      f"^trainer.export: --checkpoint={path} lacks {total} of")
 
+  @pytest.mark.end_to_end
+  def test_a_damaged_export_is_named_by_every_command(self):
+    damaged = os.path.join(self.out_dir, "damaged")
+    saved_model.export(self.model_dir, damaged)
+    with open(os.path.join(damaged, "saved_model.pb"), "r+b") as f:
+      f.truncate(100)
+    with self.assertRaisesRegex(ValueError, f"^{damaged} is a damaged export: TensorFlow "
+                                "cannot load it .*Export the run again"):
+      saved_model.load_export(damaged)
+    noisy = os.path.join(self.out_dir, "noisy.wav")
+    tf.io.write_file(noisy, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
+    for command in (["trainer.denoise", f"--input={noisy}"],
+                    ["trainer.stream", f"--input={noisy}"]):
+      result = helpers.run_module(*command, f"--saved_model={damaged}",
+                                  f"--output={self.out_dir}/out.wav", timeout=300)
+      self.assertRegex(result.stderr.strip().splitlines()[-1],
+                       f"^{command[0]}: {damaged} is a damaged export")
+    self.assertNotIn("out.wav", os.listdir(self.out_dir))
+
   def test_of_two_exports_to_one_new_path_the_second_to_finish_fails(self):
     output = os.path.join(self.out_dir, "race")
     real_save = tf.saved_model.save
