@@ -172,6 +172,12 @@ def load_export(saved_model: str):
   trainer.export output, a damaged one, or one written before exports kept a share of the
   input."""
   if not tf.io.gfile.exists(os.path.join(saved_model, "saved_model.pb")):
+    if saved_model.endswith(".tflite") and not tf.io.gfile.isdir(saved_model):
+      raise ValueError(f"{saved_model} is a TFLite file: the commands take a SavedModel "
+                       "(python -m trainer.export --output=DIR), which carries the sample "
+                       "rate they resample to. Run the .tflite file with "
+                       "trainer.serving.streamer.Streamer.from_tflite, or from C++ or Kotlin "
+                       "as docs/realtime.md describes.")
     if tf.io.gfile.exists(os.path.join(saved_model, card.CONFIG_FILE)):
       raise ValueError(f"{saved_model} is a trainer.main model_dir, not an export: run "
                        f"python -m trainer.export --model_dir={saved_model} "

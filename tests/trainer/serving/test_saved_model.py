@@ -283,6 +283,12 @@ class ExportTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, f"^{damaged} is a damaged export: TensorFlow "
                                 "cannot load it .*Export the run again"):
       saved_model.load_export(damaged)
+    tflite_file = os.path.join(self.out_dir, "model.tflite")
+    with open(tflite_file, "wb") as f:
+      f.write(b"TFL3")
+    with self.assertRaisesRegex(ValueError, f"^{tflite_file} is a TFLite file: the commands "
+                                "take a SavedModel .*Streamer.from_tflite"):
+      saved_model.load_export(tflite_file)
     noisy = os.path.join(self.out_dir, "noisy.wav")
     tf.io.write_file(noisy, tf.audio.encode_wav(tf.zeros([800, 1]) + 0.1, 8000))
     for command in (["trainer.denoise", f"--input={noisy}"],
