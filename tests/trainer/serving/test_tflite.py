@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from unittest import mock
 
 from absl.testing import parameterized
@@ -10,11 +11,12 @@ import pytest
 import tensorflow as tf
 
 from input import speech
+from ops import kept_input
+from tests import helpers
 from trainer.evaluation import metrics
 from trainer.models import card as card_lib
 from trainer.models import mask
 from trainer.models import unet
-from ops import kept_input
 from trainer.serving import file_denoising
 from trainer.serving import streamer as streamer_lib
 from trainer.serving import tflite
@@ -56,7 +58,31 @@ def level_gate(model):
   return model
 
 
+def documented_driver():
+  """The `enhance(run, signal)` docs/realtime.md shows for driving a TFLite file."""
+  with open(os.path.join(helpers.REPO, "docs", "realtime.md")) as f:
+    blocks = re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+  namespace = {}
+  exec(next(b for b in blocks if "def enhance(run, signal)" in b), namespace)  # pylint: disable=exec-used
+  return namespace["enhance"]
+
+
 class TfliteTest(tf.test.TestCase, parameterized.TestCase):
+
+  def test_the_file_driven_as_the_docs_say_gives_the_streams_output(self):
+    model = mask.MaskDenoiser(sample_rate=16000, hidden=8, depth=2, causal=True, seed=2)
+    path = os.path.join(self.create_tempdir().full_path, "m.tflite")
+    with open(path, "wb") as f:
+      f.write(tflite.convert(model))
+    signal = (0.1 * np.random.default_rng(4).standard_normal(3037)).astype(np.float32)
+    runner = tflite_runtime.interpreter(path).get_signature_runner()
+    documented = documented_driver()(runner, signal)
+    stream = streamer_lib.Streamer.from_tflite(path)
+    self.assertAllClose(documented, np.concatenate([stream.feed(signal), stream.flush()]),
+                        atol=1e-7, rtol=0)
+    offline = model.keeping(tf.constant(signal[None]), kept_input.KEEP,
+                            kept_input.PRESENCE_KEEP)[0]
+    self.assertAllClose(documented, offline, atol=1e-5, rtol=0)
 
   @parameterized.parameters(("mask", 16000), ("mask", 48000), ("unet", 16000),
                             ("unet", 48000))
