@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
+from tests.trainer.program import parsed
 from trainer.program import flagfiles
 
 PAGES = [os.path.join(helpers.REPO, "README.md"),
@@ -58,6 +59,27 @@ class DocsTest(tf.test.TestCase):
                                  f"{os.path.basename(page)}: no flagfile {value}")
           checked += 1
     self.assertGreater(checked, 50)  # the pages' commands were found
+
+  @pytest.mark.end_to_end
+  def test_the_readmes_example_error_is_what_the_default_run_says(self):
+    with open(PAGES[0]) as f:
+      example = re.search(r"e\.g\. `(trainer\.main: (--\S+) .*?)`", f.read())
+    result = subprocess.run([sys.executable, "-m", "trainer.main", example.group(2)],
+                            cwd=helpers.REPO, capture_output=True, text=True, timeout=300,
+                            env=helpers.env())
+    self.assertNotEqual(result.returncode, 0)
+    self.assertEqual(result.stderr.strip().splitlines()[-1], example.group(1))
+
+
+class IntroTest(tf.test.TestCase):
+
+  def test_the_readme_says_what_the_default_run_trains(self):
+    with open(PAGES[0]) as f:
+      intro = f.read().split("## ")[0]
+    configs = parsed.configs()
+    self.assertEqual((configs.model.architecture, configs.data.sample_rate), ("mask", 16000))
+    self.assertIn("The default run trains a 16 kHz spectral-mask model on an embedded\n"
+                  "synthetic corpus", intro)
 
 
 if __name__ == "__main__":
