@@ -3,9 +3,14 @@
 import contextlib
 import signal
 import sys
-from typing import Type
+from typing import List, Optional, Sequence, Tuple, Type
+
+from absl import app
+from absl import flags
 
 from common import checks
+
+HELP = ("--help", "-help", "--helpshort", "-helpshort", "-h", "-?")
 
 
 class Stopped(BaseException):
@@ -52,3 +57,26 @@ def one_line_errors(program: str, *errors: Type[Exception]):
     e.exit(f"{program}: stopped by {e}; nothing more was written.")
   except (ValueError, OSError, *errors) as e:
     sys.exit(f"{program}: {e}")
+
+
+def parse_flags(argv: List[str],
+                groups: Optional[Sequence[Tuple[str, Sequence[str]]]] = None) -> List[str]:
+  """absl's flags parser (for `app.run(flags_parser=...)`), except that --help (-h, -?,
+  --helpshort) prints the program's own flags and exits 0: `groups` of (title, flag names),
+  else the flags its __main__ defines (absl's own --help lists only those and exits 1;
+  --helpfull still lists every flag, TensorFlow's and absl's included)."""
+  if not any(arg in HELP for arg in argv[1:]):
+    return app.parse_flags_with_usage(argv)
+  doc = (sys.modules["__main__"].__doc__ or "").strip()
+  print(doc + "\n")
+  if groups is None:
+    print(flags.FLAGS.main_module_help())
+  for title, names in groups or ():
+    print(f"{title}:")
+    for name in names:
+      flag = flags.FLAGS[name]
+      print(f"  --{'[no]' if flag.boolean else ''}{name}: {flag.help}\n"
+            f"    (default: {flag.default_as_str})")
+    print()
+  print("Every flag, TensorFlow's and absl's included: --helpfull")
+  sys.exit(0)

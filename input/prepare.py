@@ -282,4 +282,4 @@ if __name__ == "__main__":
                     "TFRecord compression (none reads fastest; audio barely compresses).")
   flags.DEFINE_bool("overwrite", False, "Replace the split if --output_dir already holds it.")
   flags.mark_flag_as_required("output_dir")
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

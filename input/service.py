@@ -30,6 +30,7 @@ from absl import logging
 import tensorflow as tf
 
 from common import checks
+from common import cli
 
 SHARDING = {
     "off": tf.data.experimental.service.ShardingPolicy.OFF,
@@ -167,4 +168,4 @@ if __name__ == "__main__":
   flags.DEFINE_integer("port", 5050, "Port to serve on.")
   flags.DEFINE_string("work_dir", None, "Dispatcher journal directory (fault tolerance).")
   flags.DEFINE_string("dispatcher", None, "host:port of the dispatcher (workers).")
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

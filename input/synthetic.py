@@ -182,4 +182,4 @@ if __name__ == "__main__":
   flags.DEFINE_enum("compression", "none", sorted(records.COMPRESSIONS),
                     "TFRecord compression (none is fastest to read; audio barely compresses).")
   flags.mark_flag_as_required("output_dir")
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

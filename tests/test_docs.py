@@ -71,6 +71,24 @@ class DocsTest(tf.test.TestCase):
     self.assertEqual(result.stderr.strip().splitlines()[-1], example.group(1))
 
 
+class HelpTest(tf.test.TestCase):
+
+  @pytest.mark.end_to_end
+  def test_help_lists_each_programs_own_flags_and_exits_0(self):
+    for module, flags_shown in (
+        ("trainer.main", ("Run flags", "--model_dir", "Model flags", "--architecture",
+                          "--[no]causal", "--learning_rate", "--data_dir")),
+        ("trainer.stream", ("--saved_model", "--raw_rate", "--[no]extend_band")),
+        ("input.prepare", ("--clean_dir",))):
+      result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=helpers.REPO,
+                              capture_output=True, text=True, timeout=300, env=helpers.env())
+      self.assertEqual(result.returncode, 0, result.stderr[-1000:])
+      for shown in flags_shown:
+        self.assertIn(shown, result.stdout, module)
+      self.assertNotIn("--xla_", result.stdout)  # not TensorFlow's
+      self.assertIn("--helpfull", result.stdout)
+
+
 class IntroTest(tf.test.TestCase):
 
   def test_the_readme_says_what_the_default_run_trains(self):

@@ -39,4 +39,4 @@ if __name__ == "__main__":
                      "about -6 dB at most); equal to --keep_input, one share everywhere. "
                      "Default: the export's (trainer.export --keep_presence).")
   flags.mark_flags_as_required(["saved_model", "input", "output"])
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

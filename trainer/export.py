@@ -58,4 +58,4 @@ if __name__ == "__main__":
                      "consonants live (0.5: about -6 dB at most); equal to --keep_input, one "
                      "share everywhere. BENCHMARKS.md compares the shares on held-out speech.")
   flags.mark_flags_as_required(["model_dir", "output"])
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -116,4 +116,4 @@ if __name__ == "__main__":
   flags.DEFINE_bool("raw_output", False, "Write raw 16-bit PCM instead of a WAV.")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.mark_flags_as_required(["saved_model"])
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -4,9 +4,9 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-from absl import app
-
 import trainer
+from common import cli
+from trainer.program.config import configs
 
 # flags/ is installed as the package data trainer/flags (setup.cfg); an editable install or
 # a source checkout reads the repository's flags/ beside trainer/.
@@ -19,13 +19,13 @@ _DIRECTIVE = "--flagfile"  # also -flagfile: absl takes one dash or two
 
 
 def parse(argv: Sequence[str]) -> List[str]:
-  """absl's flags parser for a program's `app.run`, after `resolve`; flagfiles that
-  include each other end the program with one line."""
+  """trainer.main's flags parser: `resolve`, then `cli.parse_flags` (its --help lists the
+  program's flags by concern); flagfiles that include each other end it with one line."""
   try:
     resolved = resolve(argv)
   except ValueError as e:
     sys.exit(f"{os.path.basename(argv[0])}: {e}")
-  return app.parse_flags_with_usage(resolved)
+  return cli.parse_flags(resolved, configs.flag_groups())
 
 
 def resolve(argv: Sequence[str]) -> List[str]:

@@ -9,6 +9,16 @@ from trainer.program.config import optimization as optimization_config
 from trainer.program.config import run as run_config
 
 
+def flag_groups():
+  """`(title, flag names)` of each concern, for the program's --help."""
+  return [(module.__doc__.split("\n")[0].rstrip("."),
+           [f.name for f in dataclasses.fields(cls)])
+          for module, cls in ((run_config, run_config.RunConfig),
+                              (data_config, data_config.DataConfig),
+                              (model_config, model_config.ModelConfig),
+                              (optimization_config, optimization_config.OptimizationConfig))]
+
+
 @dataclasses.dataclass(frozen=True)
 class Configs:
   """What to run (`run`), on which data (`data`), which model (`model`) and how it is
