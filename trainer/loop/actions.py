@@ -51,7 +51,8 @@ EvalAction = Callable[[int, Dict[str, float]], Optional[str]]
 
 
 class ProgressLog:
-  """A progress line (step, rate, ETA, loss, throughput) every `every` steps and at the end."""
+  """A progress line every `every` steps and at the end: step, steps/s over the steps since
+  the last line and the examples and audio seconds per second it makes, ETA, loss."""
 
   def __init__(self, meter: progress.Progress, *, every: int, train_steps: int):
     self._meter, self._every, self._train_steps = meter, every, train_steps
@@ -62,11 +63,12 @@ class ProgressLog:
       return
     skipped = int(chunk.metrics["skipped_in_call"])
     skips = f"{skipped} of {chunk.ran} steps skipped (non-finite), " if skipped else ""
+    examples = self._meter.rate(chunk.after) * chunk.examples_per_step  # the line's rate
     self._meter.update(chunk.after, (
+        f"{examples:.1f} examples/s, "
+        f"{examples * chunk.audio_seconds_per_example:.1f} audio-s/s, "
         f"loss {float(chunk.metrics['loss']):.4f}, {skips}"
-        f"grad norm {float(chunk.metrics['grad_norm']):.3g}, "
-        f"{chunk.examples_per_second:.1f} examples/s, "
-        f"{chunk.audio_seconds_per_second:.1f} audio-s/s"), force=True)
+        f"grad norm {float(chunk.metrics['grad_norm']):.3g}"), force=True)
 
 
 def every(steps: int, fn: Callable[[int], object]) -> TrainAction:
