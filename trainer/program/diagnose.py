@@ -14,9 +14,11 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
+from absl import logging
 import tensorflow as tf
 
 from common import files
+from common import progress
 
 # Input-bound when more than 15% of step time waits for input: repeated
 # measurements of one setup here differ by up to ~8%, so smaller fractions are noise.
@@ -37,20 +39,26 @@ class Setup:
 
 
 def time_phases(phases: Dict[str, Callable[[int], None]], steps: int, warmup: int,
-                repeats: int = 5) -> Dict[str, float]:
-  """Median seconds per step of each `run(steps)`, after `warmup` steps each.
+                repeats: int = 5,
+                log: Callable[[str], None] = logging.info) -> Dict[str, float]:
+  """Median seconds per step of each `run(steps)`, after `warmup` steps each; says what it
+  is doing through `log` (a line per warm-up, a progress line per timed run).
 
   The phases take turns, so a slow spell of the machine hits all of them
   alike, and the median keeps one disturbed run from flipping the verdict.
   """
-  for run in phases.values():
+  for name, run in phases.items():
+    log(f"diagnose: warming up {name} ({warmup} steps; the first compiles the step)")
     run(warmup)
+  meter = progress.Progress("diagnose", repeats * len(phases), "timed runs", log=log)
   times = {name: [] for name in phases}
   for _ in range(repeats):
     for name, run in phases.items():
       start = time.perf_counter()
       run(steps)
       times[name].append((time.perf_counter() - start) / steps)
+      meter.update(sum(map(len, times.values())),
+                   f"{name}: {1e3 * times[name][-1]:.1f} ms/step", force=True)
   return {name: statistics.median(t) for name, t in times.items()}
 
 

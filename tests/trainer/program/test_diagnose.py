@@ -65,6 +65,17 @@ class DiagnoseTest(tf.test.TestCase):
     self.assertStartsWith(result["verdict"], "not input-bound")
     self.assertGreater(result["input_headroom"], 1.0)
 
+  def test_each_phase_says_what_it_is_doing(self):
+    lines, ran = [], []
+    phases = {name: (lambda n, name=name: ran.append((name, n))) for name in ("input", "step")}
+    seconds = diagnose.time_phases(phases, steps=3, warmup=2, repeats=2, log=lines.append)
+    self.assertEqual(set(seconds), {"input", "step"})
+    self.assertEqual(ran[:2], [("input", 2), ("step", 2)])
+    self.assertEqual([l.split(" (")[0] for l in lines[:2]],
+                     ["diagnose: warming up input", "diagnose: warming up step"])
+    self.assertLen(lines, 2 + 4)  # a line per warm-up and per timed run
+    self.assertRegex(lines[-1], r"^diagnose: 4/4 timed runs \(100%\), .* step: [\d.]+ ms/step$")
+
   def test_report_arithmetic(self):
     result = diagnose.report({"input": 0.5, "step": 0.1, "both": 0.4}, examples_per_step=8,
                              audio_seconds_per_example=10.0, setup=SETUP)
