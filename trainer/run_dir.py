@@ -120,18 +120,22 @@ WEIGHTS = ("auto", "ema", "raw")
 
 
 def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "latest"):
-  """`(model, sample_rate, weights used)` from a checkpoint of the run in `model_dir`.
+  """`(model, sample_rate, weights used, checkpoint path)` from a checkpoint of the run in
+  `model_dir`.
 
   `weights`: ema (the moving average; an error if the run kept none), raw (the
   trained weights), or auto (the average if there is one). `checkpoint`: latest
   (the newest intact one), best (model_dir/best/, kept by --keep_best), or the
-  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000). Every variable of
-  the model must be in the checkpoint.
+  path of a checkpoint (e.g. runs/x/checkpoints/ckpt-2000; from another run only
+  if that run's model is this one, `check_origin`). Every variable of the model must be in
+  the checkpoint.
   """
   checks.one_of("weights", weights, WEIGHTS)
   card = card_lib.ModelCard.read(model_dir)
   model = card.build()
   restored = _restore(model, model_dir, checkpoint)
+  if checkpoint not in ("latest", "best"):
+    check_origin(restored, model_dir, card)
   has_average = any(name.startswith("ema/") for name, _ in tf.train.list_variables(restored))
   if weights == "ema" and not has_average:
     raise ValueError(f"--weights=ema, but {restored} holds no weight average: train with "
@@ -142,8 +146,36 @@ def restore_model(model_dir: str, weights: str = "auto", checkpoint: str = "late
     restore(tf.train.Checkpoint(ema=average), restored, partial=True)
     for variable, value in zip(variables, average.average):
       variable.assign(value)
-    return model, card.sample_rate, "ema"
-  return model, card.sample_rate, "raw"
+    return model, card.sample_rate, "ema", restored
+  return model, card.sample_rate, "raw", restored
+
+
+def check_origin(path: str, model_dir: str, card: card_lib.ModelCard):
+  """Refuses a checkpoint from outside `model_dir` whose own run's card (config.json beside
+  its checkpoints/ or best/) describes another model than `card`; one with no card is
+  exported with a warning naming it (its weights fit the shape; nothing else is known).
+
+  Raises:
+    CheckpointError: naming what differs.
+  """
+  if files.inside(path, model_dir):
+    return
+  run = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+  other = card_lib.ModelCard.stored(run)
+  if other is None:
+    logging.warning("--checkpoint=%s lies outside %s and no model card (config.json) says "
+                    "which run it comes from: exporting it as %s's model, which its "
+                    "variables fit; the export records where its weights came from.", path,
+                    model_dir, model_dir)
+    return
+  old, new = other.flat(), card.flat()
+  differs = sorted(name for name in set(old) | set(new)
+                   if name != "seed" and old.get(name) != new.get(name))
+  if differs:
+    raise CheckpointError(
+        f"--checkpoint={path} is a checkpoint of the run in {run}, whose model differs from "
+        f"{model_dir}'s ({', '.join(f'--{n}={old.get(n)} there, {new.get(n)} here' for n in differs)}"
+        f"): export it from its own run, --model_dir={run}.")
 
 
 def _restore(model: tf.Module, model_dir: str, checkpoint: str) -> str:

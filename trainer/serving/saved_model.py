@@ -19,7 +19,8 @@ WAVEFORM = tf.TensorSpec([None, None], tf.float32, name="waveform")
 
 class ExportedDenoiser(tf.Module):
   """What the SavedModel holds: the model, its sample rate, the share of the input it keeps
-  (`keep_input`, `keep_presence`: ops.kept_input) and two functions:
+  (`keep_input`, `keep_presence`: ops.kept_input), where its weights came from (`source`:
+  which weights of which checkpoint) and two functions:
   `denoise(waveform)` keeps those shares, `denoise_keeping(waveform, keep_input,
   keep_presence)` the shares given. A causal model's also holds `stream_step`
   (the model's own, with the stored shares; its `info` output: hop, lead,
@@ -27,13 +28,14 @@ class ExportedDenoiser(tf.Module):
 
   def __init__(self, model: contract.Denoiser, sample_rate: int, *,
                keep_input: float = kept_input.KEEP,
-               keep_presence: float = kept_input.PRESENCE_KEEP):
+               keep_presence: float = kept_input.PRESENCE_KEEP, source: str = ""):
     super().__init__()
     kept_input.check(keep_input, keep_presence)
     self.model = model
     self.sample_rate = tf.Variable(sample_rate, dtype=tf.int32, trainable=False)
     self.keep_input = tf.Variable(keep_input, dtype=tf.float32, trainable=False)
     self.keep_presence = tf.Variable(keep_presence, dtype=tf.float32, trainable=False)
+    self.source = tf.Variable(source, dtype=tf.string, trainable=False)
     self._rate = sample_rate
     self.streams = model.causal
     if self.streams:
@@ -108,10 +110,10 @@ def export(model_dir: str, output: str, *, overwrite: bool = False,
   """
   kept_input.check(keep_input, keep_presence)
   check_output(model_dir, output, overwrite=overwrite)
-  model, sample_rate, used = run_dir.restore_model(model_dir, weights, checkpoint)
-  logging.info("Exporting the %s weights of %s.", used, model_dir)
+  model, sample_rate, used, restored = run_dir.restore_model(model_dir, weights, checkpoint)
+  logging.info("Exporting the %s weights of %s (%s).", used, model_dir, restored)
   module = ExportedDenoiser(model, sample_rate, keep_input=keep_input,
-                            keep_presence=keep_presence)
+                            keep_presence=keep_presence, source=f"{used} weights of {restored}")
   output = output.rstrip("/")
   parent = os.path.dirname(output) or "."
   tf.io.gfile.makedirs(parent)

@@ -71,8 +71,8 @@ def export(model_dir: str, output: str, *, overwrite: bool = False, weights: str
     raise FileExistsError(f"output {output} exists; pass overwrite (--overwrite) to replace "
                           "it.")
   kept_input.check(keep_input, keep_presence)
-  model, _, used = run_dir.restore_model(model_dir, weights, checkpoint)
-  logging.info("Converting the %s weights of %s to TFLite.", used, model_dir)
+  model, _, used, restored = run_dir.restore_model(model_dir, weights, checkpoint)
+  logging.info("Converting the %s weights of %s (%s) to TFLite.", used, model_dir, restored)
   return files.write_bytes(output, convert(model, keep_input=keep_input,
                                            keep_presence=keep_presence, quantize=quantize),
                            replace=overwrite)

@@ -240,6 +240,29 @@ class ExportTest(tf.test.TestCase):
                                               checkpoint=first))
     self.assertNotAllClose(named.denoise(x), kept(self.model, x))
 
+  def test_a_checkpoint_of_another_run_is_refused_unless_its_model_is_this_one(self):
+    x = tf.random.normal([1, 1234])
+    other_run = os.path.join(self.out_dir, "other")
+    description = dict(self.description, model=dict(self.description["model"], causal=True))
+    other = card_lib.ModelCard.from_json(description)
+    other.write(other_run)
+    path = tf.train.Checkpoint(model=other.build()).save(
+        os.path.join(other_run, "checkpoints", "ckpt"))
+    with self.assertRaisesRegex(run_dir.CheckpointError,
+                                f"--checkpoint={path} is a checkpoint of the run in "
+                                f"{other_run}, whose model differs .*--causal=True there, "
+                                "False here"):
+      saved_model.export(self.model_dir, os.path.join(self.out_dir, "x"), checkpoint=path)
+    lone = tf.train.Checkpoint(model=self.model).save(os.path.join(self.out_dir, "lone",
+                                                                    "ckpt"))
+    with self.assertLogs(level="WARNING") as logs:
+      exported = tf.saved_model.load(saved_model.export(
+          self.model_dir, os.path.join(self.out_dir, "y"), checkpoint=lone))
+    self.assertIn(f"--checkpoint={lone} lies outside {self.model_dir} and no model card",
+                  "\n".join(logs.output))
+    self.assertEqual(exported.source.numpy().decode(), f"raw weights of {lone}")
+    self.assertAllClose(exported.denoise(x), kept(self.model, x), rtol=1e-5, atol=1e-6)
+
   def test_a_checkpoint_file_names_its_checkpoint(self):
     first = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
     x = tf.random.normal([1, 1234])
