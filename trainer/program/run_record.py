@@ -11,6 +11,8 @@ from common import files
 from trainer.program.config import configs as configs_lib
 
 RUN_CONFIG_FILE = "run_config.json"
+# The step from which a record's flags are assumed: a run trained before runs kept records.
+ASSUMED = "assumed_from_step"
 # What the input stream, the updates and the schedule are counted in: a resume that changes
 # these would continue another run (the model's own flags are bound by its card).
 BINDING = ("global_batch_size", "accumulate_steps")
@@ -44,6 +46,14 @@ def check(model_dir: str, configs: configs_lib.Configs):
     return
   binding = {name: change for name, change in _changes(stored["flags"], flags(configs)).items()
              if name in BINDING}
+  if binding and stored.get(ASSUMED) is not None:  # the run's own values are not known
+    logging.warning(
+        "%s recorded no flags before step %d (it was trained before runs kept a record), so "
+        "its batch and accumulation are not known: not holding this resume's %s to the "
+        "values assumed then (%s).", model_dir, stored[ASSUMED],
+        ", ".join(f"--{n}={new}" for n, (_, new) in binding.items()),
+        ", ".join(f"--{n}={old}" for n, (old, _) in binding.items()))
+    return
   retyped = {n: old for n, (old, new) in binding.items() if str(old) == str(new)}
   if retyped:
     raise ValueError(
@@ -65,10 +75,21 @@ def record(model_dir: str, configs: configs_lib.Configs, *, step: int, replace: 
   (a run with no checkpoint yet) starts the record afresh."""
   now = flags(configs)
   stored = None if replace else _stored(model_dir)
+  assumed = stored.get(ASSUMED) if stored else None
+  if stored is None and not replace:  # checkpoints from before runs kept a record
+    assumed = step
+    logging.warning(
+        "%s has checkpoints but no %s: it was trained before runs recorded their flags. The "
+        "model card holds its model; its batch, accumulation and schedule cannot be known. "
+        "Recording this resume's flags as assumed from step %d; later resumes are not held "
+        "to them.", model_dir, RUN_CONFIG_FILE, step)
   history = stored["changes"] if stored else []
   changed = _changes(stored["flags"], now) if stored else {}
   if changed:
     logging.warning("Resuming at step %d with flags changed since the run last started: %s.",
                     step, ", ".join(f"--{n} {old} -> {new}" for n, (old, new) in changed.items()))
     history.append(dict(step=step, changed={n: list(change) for n, change in changed.items()}))
-  files.write_json(os.path.join(model_dir, RUN_CONFIG_FILE), dict(flags=now, changes=history))
+  written = dict(flags=now, changes=history)
+  if assumed is not None:
+    written[ASSUMED] = assumed
+  files.write_json(os.path.join(model_dir, RUN_CONFIG_FILE), written)

@@ -56,6 +56,19 @@ class RunRecordTest(tf.test.TestCase):
                                 "another type than the flag's: it was edited by hand"):
       run_record.check(self.model_dir, parsed.configs())
 
+  def test_a_run_from_before_records_is_not_redefined_by_its_first_resume(self):
+    with self.assertLogs(level="WARNING") as logs:
+      run_record.record(self.model_dir, parsed.configs("--global_batch_size=8"), step=500)
+    self.assertIn("has checkpoints but no run_config.json: it was trained before runs "
+                  "recorded their flags", "\n".join(logs.output))
+    self.assertEqual(self.stored()[run_record.ASSUMED], 500)
+    with self.assertLogs(level="WARNING") as logs:  # another batch: said, not refused
+      run_record.check(self.model_dir, parsed.configs("--global_batch_size=32"))
+    self.assertIn("not holding this resume's --global_batch_size=32 to the values assumed "
+                  "then (--global_batch_size=8)", "\n".join(logs.output))
+    run_record.record(self.model_dir, parsed.configs("--global_batch_size=32"), step=900)
+    self.assertEqual(self.stored()[run_record.ASSUMED], 500)  # still assumed
+
   def test_a_first_start_replaces_a_record_that_bound_nothing(self):
     run_record.record(self.model_dir, parsed.configs("--learning_rate=0.5"), step=0, replace=True)
     run_record.record(self.model_dir, parsed.configs("--learning_rate=0.002"), step=0, replace=True)
