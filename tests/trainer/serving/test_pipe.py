@@ -24,6 +24,9 @@ from trainer.serving import saved_model
 from trainer.serving import streamer
 
 RATE = 16000
+# How far (in 16-bit LSB) a causal model's file output may differ from its stream past the
+# first 10 s chunk (docs/realtime.md).
+STREAM_FILE_BOUND_LSB = 128
 
 
 def causal_model():
@@ -88,6 +91,19 @@ class PipeTest(tf.test.TestCase):
         at_model_rate.numpy()[middle])
     self.assertLess(error, 0.01)
 
+
+  @pytest.mark.slow
+  def test_past_the_first_chunk_stream_and_file_differ_by_the_stated_bound(self):
+    model, signal = causal_model(), speechlike(30.0, RATE)
+    stream = streamer.Streamer.for_model(model)
+    streamed = np.concatenate([stream.feed(signal), stream.flush()])
+    as_file = file_denoising.denoise_signal(saved_model.ExportedDenoiser(model, RATE), signal,
+                                            RATE)  # 10 s chunks, 0.5 s cross-fades
+    lsb = np.abs(streamed - as_file) * 32768
+    first_chunk = int(9.5 * RATE)  # before the first cross-fade
+    self.assertLess(lsb[:first_chunk].max(), 1.0)
+    self.assertLess(lsb.max(), STREAM_FILE_BOUND_LSB)  # docs/realtime.md states it
+    self.assertGreater(lsb.max(), 1.0)  # the chunks do restart the model
 
   def test_above_the_models_band_the_stream_extends_it_as_a_file_is(self):
     model, rate = causal_model(), 48000
