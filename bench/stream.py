@@ -22,6 +22,7 @@ torchaudio is not needed), also times denoiser's causal Demucs (H=48, random
 weights) through its `DemucsStreamer`, one stride per call, in the same run.
   python -m bench.stream [--seconds 10] [--model_dir runs/streaming --speech x.wav]
       [--demucs_python /path/to/venv/bin/python] [--transform_choices]
+  python -m bench.stream --latency   # trainer.stream's settings end to end, alone
 """
 
 import argparse
@@ -38,9 +39,11 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import audio  # pylint: disable=g-import-not-at-top
+from ops import kept_input  # pylint: disable=g-import-not-at-top
+from trainer import run_dir  # pylint: disable=g-import-not-at-top
 from trainer.models import mask  # pylint: disable=g-import-not-at-top
 from trainer.models import unet  # pylint: disable=g-import-not-at-top
-from trainer import run_dir  # pylint: disable=g-import-not-at-top
+from trainer.serving import pipe  # pylint: disable=g-import-not-at-top
 from trainer.serving import streamer as streamer_lib  # pylint: disable=g-import-not-at-top
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
 
@@ -164,6 +167,35 @@ def transform_choices(seconds: float, work_dir: str):
   return rows
 
 
+def latency_rows(seconds: float):
+  """A 48 kHz stream through the 16 kHz streaming model (default causal shape, untrained),
+  each resampling quality with and without the band extension, in 10 ms blocks as
+  trainer.stream reads: the latency measured end to end, the real-time factor, and how far
+  the output moves from VHQ's with the same band setting, as an SNR."""
+  rate, block = 48000, 480
+  model = mask.MaskDenoiser(sample_rate=16000, causal=True)
+  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
+      np.float32)
+  outputs, rows = {}, []
+  for quality in pipe.QUALITIES:
+    for extend_band in (True, False):
+      new_pipe = lambda: pipe.Pipe(  # pylint: disable=g-long-lambda,cell-var-from-loop
+          streamer_lib.Streamer.for_model(model), rate=rate, model_rate=16000,
+          keep_input=kept_input.KEEP, extend_band=extend_band, quality=quality)
+      latency = pipe.measure_latency(new_pipe, block)
+      through, start = new_pipe(), time.perf_counter()
+      out = np.concatenate([through.feed(signal[i:i + block])
+                            for i in range(0, len(signal), block)] + [through.flush()])
+      took = time.perf_counter() - start
+      outputs[quality, extend_band] = out.astype(np.float64)
+      reference = outputs["VHQ", extend_band]
+      error = np.sum((reference - out) ** 2)
+      snr = "-" if quality == "VHQ" else f"{10 * np.log10(np.sum(reference ** 2) / error):.1f}"
+      rows.append([quality, "on" if extend_band else "off", f"{1e3 * latency:.1f}",
+                   f"{took / seconds:.4f}", snr])
+  return rows
+
+
 def demucs_row(python: str, seconds: float):
   """DemucsStreamer's row, timed by `python` (which has torch and denoiser)."""
   result = subprocess.run([python, "-c", DEMUCS, str(seconds)], capture_output=True,
@@ -193,9 +225,17 @@ def main():
   parser.add_argument("--demucs_python", help="A Python with torch and denoiser 0.1.5.")
   parser.add_argument("--transform_choices", action="store_true",
                       help="Also time the 48 kHz TFLite transforms a model could use.")
+  parser.add_argument("--latency", action="store_true",
+                      help="Only the end-to-end latency of trainer.stream's settings.")
   args = parser.parse_args()
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
+  if args.latency:
+    print(f"48 kHz through the 16 kHz streaming model, {args.seconds:g} s in 10 ms blocks, "
+          f"1 thread; {timing.machine()}")
+    print(timing.table(["resampling", "band extension", "latency ms", "RTF",
+                        "SNR vs VHQ dB"], latency_rows(args.seconds)))
+    return
   speech = noisy_speech(args.speech) if args.speech else None
   with tempfile.TemporaryDirectory() as work_dir:
     table = [r for rate in RATES

@@ -29,7 +29,7 @@ BLOCK_SECONDS = 0.01  # read at most this much at a time
 
 
 def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
-        seekable_output: bool = False, extend_band: bool = True,
+        seekable_output: bool = False, extend_band: bool = True, quality: str = "VHQ",
         name: str = "the input") -> pipe.Pipe:
   """Streams `source` (a binary stream, called `name` in errors) through the loaded export into
   `sink`; returns the pipe. A WAV's audio is its data chunk alone. A SIGINT or SIGTERM
@@ -44,12 +44,19 @@ def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
     found = pipe.read_wav_header(source, name)
     rate, size = found.rate, found.data_size
   stream = streamer.Streamer.from_saved_model(loaded)
-  through = pipe.Pipe(stream, rate=rate, model_rate=int(loaded.sample_rate),
-                      keep_input=float(loaded.keep_input), extend_band=extend_band)
+  new_pipe = lambda: pipe.Pipe(  # pylint: disable=g-long-lambda
+      streamer.Streamer.from_saved_model(loaded), rate=rate,
+      model_rate=int(loaded.sample_rate), keep_input=float(loaded.keep_input),
+      extend_band=extend_band, quality=quality)
+  block_samples = max(1, int(BLOCK_SECONDS * rate))
+  through = new_pipe()
+  through.latency_seconds = pipe.measure_latency(new_pipe, block_samples)
+  print(f"trainer.stream: {rate} Hz through a {through.model_rate} Hz model; latency "
+        f"{latency(through)}", file=sys.stderr)
   if not raw_output:
     sink.write(wav.header(rate))
   try:
-    for block in pipe.pcm_blocks(source, max(2, 2 * int(BLOCK_SECONDS * rate)), size):
+    for block in pipe.pcm_blocks(source, 2 * block_samples, size):
       sink.write(pipe.to_pcm16(through.feed(block)))
       sink.flush()
   except cli.Stopped as e:  # the audio so far is the stream: finish it
@@ -78,12 +85,14 @@ def main(argv):
     with source:
       if FLAGS.output == "-":
         through = run(loaded, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
-                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band, name=name)
+                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band,
+                      quality=FLAGS.resample_quality, name=name)
       else:
         with files.atomic_writer(FLAGS.output, replace=FLAGS.overwrite) as sink:
           through = run(loaded, source, sink, raw_rate=FLAGS.raw_rate,
                         raw_output=FLAGS.raw_output, seekable_output=True,
-                        extend_band=FLAGS.extend_band, name=name)
+                        extend_band=FLAGS.extend_band, quality=FLAGS.resample_quality,
+                        name=name)
   if through.stopped_by is not None:
     through.stopped_by.exit(f"trainer.stream: stopped by {through.stopped_by}: "
                             f"{summary(through)}; the audio enhanced so far is in "
@@ -98,8 +107,16 @@ def summary(through: pipe.Pipe) -> str:
   rtf = (f"real-time factor {through.busy_seconds / through.seconds_in:.3f}"
          if through.seconds_in >= hop_seconds else "no real-time factor (less than one hop "
          "of audio)")
-  return (f"{through.seconds_in:.2f} s of audio; latency "
-          f"{1e3 * through.latency_seconds:.1f} ms; {rtf}")
+  return f"{through.seconds_in:.2f} s of audio; latency {latency(through)}; {rtf}"
+
+
+def latency(through: pipe.Pipe) -> str:
+  """The measured end-to-end latency and the model's part, e.g. `127.9 ms end to end, the
+  model's 31.9`."""
+  model = f"the model's {1e3 * through.model_latency_seconds:.1f}"
+  if through.latency_seconds is None:  # not measured
+    return model + " ms"
+  return f"{1e3 * through.latency_seconds:.1f} ms end to end, {model}"
 
 
 if __name__ == "__main__":
@@ -110,6 +127,12 @@ if __name__ == "__main__":
                     "a 48 kHz stream), keep the input's band where speech is expected there, "
                     "as trainer.denoise does; it waits 48 ms longer. --noextend_band returns "
                     "the model's band alone.")
+  flags.DEFINE_enum("resample_quality", "VHQ", list(pipe.QUALITIES), "soxr's quality for "
+                    "audio at another rate than the model's: VHQ (as trainer.denoise), HQ, or "
+                    "LQ (16-bit precision, as the output has, and the least delay). The latency "
+                    "printed at the start adds up the model's, the resamplers' and the band "
+                    "extension's; each setting's delay and cost: BENCHMARKS.md "
+                    "(bench.stream).")
   flags.DEFINE_string("output", "-", "Where the enhanced audio goes; - writes stdout.")
   flags.DEFINE_integer("raw_rate", 0, "The input is raw 16-bit little-endian mono PCM at "
                        "this rate (0: the input is a WAV).")

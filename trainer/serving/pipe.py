@@ -1,7 +1,7 @@
 """Audio through a Streamer as it arrives: 16-bit PCM (a WAV or raw) read in blocks, resampled to the model's rate and back (soxr), the band above a lower-rate model's gated as the file path gates it, written as soon as it is enhanced."""
 
 import time
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO, Callable, Iterator, Optional
 
 import numpy as np
 import soxr
@@ -50,8 +50,31 @@ def pcm_blocks(f: BinaryIO, block_bytes: int,
       yield np.frombuffer(data[:whole], "<i2").astype(np.float32) / 32768.0
 
 
-def _resampler(rate_in: int, rate_out: int) -> soxr.ResampleStream:
-  return soxr.ResampleStream(rate_in, rate_out, 1, dtype="float32", quality="VHQ")
+# soxr's qualities a stream may resample with: very high (the file path's), high, or low
+# (16-bit precision, as the output has; the shortest delay at every rate; bench.stream
+# measures each).
+QUALITIES = ("VHQ", "HQ", "LQ")
+
+
+def _resampler(rate_in: int, rate_out: int, quality: str) -> soxr.ResampleStream:
+  return soxr.ResampleStream(rate_in, rate_out, 1, dtype="float32", quality=quality)
+
+
+def measure_latency(new_pipe: Callable[[], "Pipe"], block: int, seconds: float = 2.0) -> float:
+  """The end-to-end latency of a configuration, in seconds: the longest an input sample
+  waits for its output once the stream has settled (the resamplers hold more at their
+  start), measured over the second half of `seconds` of silence fed in blocks of `block`
+  samples through a fresh pipe from `new_pipe()`: the model's latency, the resamplers'
+  filters and the blocks they release in, and the band extension's look-ahead."""
+  through = new_pipe()
+  blocks = max(2, int(seconds * through.rate) // block)
+  fed = returned = longest = 0
+  for n in range(blocks):
+    returned += len(through.feed(np.zeros(block, np.float32)))
+    fed += block
+    if n >= blocks // 2:
+      longest = max(longest, fed - returned)
+  return longest / through.rate
 
 
 class Pipe:
@@ -60,7 +83,9 @@ class Pipe:
   Above a lower-rate model's band, the input's band is gated as the file path
   gates it (`band_extension.BandExtension`, its gain at least `keep_input`),
   which waits band_extension.LOOKAHEAD_HOPS hops longer; `extend_band=False`
-  returns the model's band alone, sooner.
+  returns the model's band alone, sooner. `quality`: soxr's resampling quality (one
+  of QUALITIES; LQ resamples with the least delay). `measure_latency` says how long the
+  configuration makes a sample wait, before any audio.
 
   `seconds_in` counts the audio taken, `busy_seconds` the time spent enhancing it
   (resampling included, waiting for input not), so `busy_seconds / seconds_in`
@@ -68,28 +93,26 @@ class Pipe:
   """
 
   def __init__(self, streamer: streamer_lib.Streamer, *, rate: int, model_rate: int,
-               keep_input: float = 0.0, extend_band: bool = True):
+               keep_input: float = 0.0, extend_band: bool = True, quality: str = "VHQ"):
     self.streamer, self.rate, self.model_rate = streamer, rate, model_rate
     same = rate == model_rate
-    self._down = None if same else _resampler(rate, model_rate)
-    self._up = None if same else _resampler(model_rate, rate)
+    self._down = None if same else _resampler(rate, model_rate, quality)
+    self._up = None if same else _resampler(model_rate, rate, quality)
     self._extension = None
     if extend_band and rate > model_rate:
       self._extension = band_extension.BandExtension(rate, model_rate, keep_input)
-      self._up_noisy = _resampler(model_rate, rate)  # the input's model band, back at rate
+      self._up_noisy = _resampler(model_rate, rate, quality)  # the input's model band, at rate
       self._signal = np.zeros(0, np.float32)  # input whose upper band is not yet known
       self._model_band = self._upper_band = np.zeros(0, np.float32)  # not yet returned
     self.samples_in = self.samples_out = 0
     self.stopped_by = None  # what ended the input early (trainer.stream: a signal)
-    self.busy_seconds = self._resampling_delay = 0.0
+    self.latency_seconds = None  # end to end, once measured (measure_latency)
+    self.busy_seconds = 0.0
 
   @property
-  def latency_seconds(self) -> float:
-    """The model's algorithmic latency, plus the longest delay both resamplers have had
-    and the band extension's look-ahead."""
-    extension = (band_extension.LOOKAHEAD_HOPS * band_extension.HOP_SECONDS
-                 if self._extension else 0.0)
-    return self.streamer.latency / self.model_rate + self._resampling_delay + extension
+  def model_latency_seconds(self) -> float:
+    """The model's algorithmic latency: the part of `measure_latency`'s that is the model's."""
+    return self.streamer.latency / self.model_rate
 
   @property
   def seconds_in(self) -> float:
@@ -124,8 +147,6 @@ class Pipe:
     if self._up is None:
       return enhanced
     out = self._up.resample_chunk(enhanced.astype(np.float32), last=last)
-    self._resampling_delay = max(self._resampling_delay, self._down.delay() / self.model_rate
-                                 + self._up.delay() / self.rate)
     if self._extension is None:
       return out
     return self._extended(samples, at_model_rate, enhanced, out, last=last)

@@ -72,7 +72,7 @@ class PipeTest(tf.test.TestCase):
     blocks = [through.feed(signal[i:i + 100]) for i in range(0, len(signal), 100)]
     out = np.concatenate(blocks + [through.flush()])
     self.assertAllClose(out, kept(model, signal), atol=1e-5, rtol=0)
-    self.assertEqual(through.latency_seconds, (model.window - 1) / RATE)
+    self.assertEqual(through.model_latency_seconds, (model.window - 1) / RATE)
 
   def test_at_another_rate_the_length_is_kept_and_the_audio_follows_the_model(self):
     model = causal_model()
@@ -82,7 +82,6 @@ class PipeTest(tf.test.TestCase):
     out = np.concatenate([through.feed(signal[i:i + 441]) for i in range(0, len(signal), 441)]
                          + [through.flush()])
     self.assertLen(out, len(signal))
-    self.assertGreater(through.latency_seconds, (model.window - 1) / RATE)  # + resamplers
     # the band the model covers, against the model at its own rate on the resampled input
     at_model_rate = kept(model, pipe.soxr.resample(signal, rate, RATE))
     back = pipe.soxr.resample(out, rate, RATE)
@@ -91,6 +90,28 @@ class PipeTest(tf.test.TestCase):
         at_model_rate.numpy()[middle])
     self.assertLess(error, 0.01)
 
+
+  def test_the_latency_measured_is_how_long_a_sample_waits_and_lq_waits_less(self):
+    rate, block = 48000, 480
+    measured = {}
+    for quality in ("VHQ", "LQ"):
+      for extend_band in (True, False):
+        new_pipe = lambda: pipe.Pipe(  # pylint: disable=g-long-lambda,cell-var-from-loop
+            streamer.Streamer.for_model(causal_model()), rate=rate, model_rate=RATE,
+            keep_input=kept_input.KEEP, extend_band=extend_band, quality=quality)
+        measured[quality, extend_band] = pipe.measure_latency(new_pipe, block)
+        through, fed, returned, waits = new_pipe(), 0, 0, []
+        for _ in range(rate // block):  # how long each sample of the second half waits
+          before = returned
+          returned += len(through.feed(np.zeros(block, np.float32)))
+          fed += block
+          waits += [fed - n for n in range(max(before, rate // 2), returned)]
+        # the same worst wait, within the blocks the resamplers release in
+        self.assertAllClose(max(waits) / rate, measured[quality, extend_band],
+                            atol=2 * block / rate)
+    self.assertLess(measured["LQ", False], measured["VHQ", True] / 2)
+    self.assertLess(measured["LQ", False], measured["LQ", True])
+    self.assertGreater(measured["LQ", False], (causal_model().window - 1) / RATE)
 
   @pytest.mark.slow
   def test_past_the_first_chunk_stream_and_file_differ_by_the_stated_bound(self):
@@ -162,7 +183,8 @@ class StreamCommandTest(tf.test.TestCase):
     offline = kept(model, np.frombuffer(pcm, "<i2") / 32768.0)
     self.assertLen(out, len(signal))
     self.assertAllClose(out, offline, atol=3 / 32768, rtol=0)
-    self.assertRegex(err, r"trainer.stream: 2.00 s of audio; latency 31.9 ms; real-time "
+    self.assertRegex(err, r"trainer.stream: 2.00 s of audio; latency \d+\.\d ms end to "
+                     r"end, the model's 31.9; real-time "
                      r"factor \d+\.\d{3}")
 
   @pytest.mark.end_to_end
