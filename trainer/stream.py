@@ -43,7 +43,6 @@ def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
   else:
     found = pipe.read_wav_header(source, name)
     rate, size = found.rate, found.data_size
-  stream = streamer.Streamer.from_saved_model(loaded)
   new_pipe = lambda: pipe.Pipe(  # pylint: disable=g-long-lambda
       streamer.Streamer.from_saved_model(loaded), rate=rate,
       model_rate=int(loaded.sample_rate), keep_input=float(loaded.keep_input),
