@@ -9,8 +9,12 @@ from absl import app
 from absl import flags
 
 from common import checks
+from common import requirements
 
 HELP = ("--help", "-help", "--helpshort", "-helpshort", "-h", "-?")
+flags.DEFINE_bool(requirements.TENSORFLOW_LOGS_FLAG[2:], False, "Keep TensorFlow's C++ info "
+                  "and warning lines (CPU features, GPU libraries, ...), which the commands "
+                  "leave out so that their own lines are what they print.")
 
 
 class Stopped(BaseException):

@@ -1,13 +1,18 @@
-"""Tests for common.requirements: a missing TensorFlow is one clear ImportError, an untested one a warning, and setup.cfg asks for the tested range."""
+"""Tests for common.requirements: a missing TensorFlow is one clear ImportError, an untested one a warning, setup.cfg asks for the tested range, and the commands print their own lines, not TensorFlow's."""
 
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from unittest import mock
 import warnings
 
+import pytest
 import tensorflow as tf
 
 from common import requirements
+from tests import helpers
 from tests.test_packaging import setup_cfg
 
 
@@ -37,6 +42,30 @@ class RequirementsTest(tf.test.TestCase):
         warnings.simplefilter("error")
         requirements.require_tensorflow()
       requirements.require_tensorflow.cache_clear()
+
+  def test_only_a_command_quiets_tensorflow_and_a_flag_or_the_variable_keeps_it(self):
+    for argv, preset, expected in ((["-m", "--x=1"], None, "2"),  # python -m trainer.main
+                                   (["-m", "--tensorflow_logs"], None, None),
+                                   (["/usr/bin/pytest"], None, None),  # library use
+                                   (["-m"], "0", "0")):
+      environ = {} if preset is None else {"TF_CPP_MIN_LOG_LEVEL": preset}
+      with mock.patch.object(sys, "argv", argv), mock.patch.dict(os.environ, environ,
+                                                                  clear=True):
+        requirements.quiet_commands()
+        self.assertEqual(os.environ.get("TF_CPP_MIN_LOG_LEVEL"), expected, argv)
+
+  @pytest.mark.end_to_end
+  def test_a_command_prints_its_own_line_alone(self):
+    env = helpers.env()
+    env.pop("TF_CPP_MIN_LOG_LEVEL")
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.denoise", "--saved_model=/nonexistent",
+         "--input=x.wav", "--output=y.wav"], cwd=helpers.REPO, capture_output=True,
+        text=True, timeout=300, env=env)
+    self.assertNotEqual(result.returncode, 0)
+    self.assertEqual(result.stderr.strip().splitlines(),
+                     ["trainer.denoise: /nonexistent holds no SavedModel (saved_model.pb): "
+                      "pass a directory written by python -m trainer.export."])
 
   def test_setup_cfg_asks_for_the_tested_range_and_pins_nothing(self):
     config = setup_cfg()
