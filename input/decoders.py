@@ -77,6 +77,13 @@ def open_reader(path: str, decoder: Optional[str] = None):
   header = wav_header(path)
   if header is not None and header[0].data_size is None:  # a stream's WAV: to the end
     return _StreamedWavReader(path, *header)
+  if header is not None:
+    found, offset = header
+    held = tf.io.gfile.stat(path).length - offset
+    if found.data_size > held:
+      raise AudioError(f"{path}: its header declares {found.data_size} bytes of audio, but "
+                       f"the file holds {held} after the header: it was cut short (or its "
+                       "header is wrong). Re-save it whole, e.g. with sox.")
   return {TENSORFLOW_IO: _TensorflowIoReader, SOUNDFILE: _SoundfileReader}[decoder](path)
 
 

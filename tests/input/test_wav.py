@@ -93,6 +93,10 @@ class ReadersTest(tf.test.TestCase):
     with self.assertRaisesRegex(audio.AudioError, f"{path}: its header declares 1 Hz"):
       audio.AudioFile(path)
     self.assertLess(time.monotonic() - start, 5.0)
+    cut = self.write(wav_bytes(PCM.tobytes(), data_size=100 * len(PCM.tobytes())))
+    with self.assertRaisesRegex(audio.AudioError, f"{cut}: its header declares 320000 bytes "
+                                "of audio, but the file holds 3200 after the header"):
+      audio.AudioFile(cut)
     with self.assertRaisesRegex(ValueError, "stdin: its header declares 0 Hz"):
       pipe.read_wav_header(io.BytesIO(wav_bytes(b"", rate=0)), "stdin")
 
