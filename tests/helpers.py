@@ -10,6 +10,7 @@ import functools
 import os
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -44,6 +45,20 @@ def run_module(module: str, *args, timeout=600, cwd=REPO, **kwargs):
   return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True,
                         text=True, timeout=timeout, env=kwargs.pop("env", None) or env(),
                         **kwargs)
+
+
+def stop_when(child: subprocess.Popen, ready, signum: int, *, timeout: float = 120):
+  """Sends `signum` to `child` once `ready()` holds (polled), then waits for it to end;
+  returns `(exit code, its stderr)`. The child is killed if anything goes wrong."""
+  try:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not ready():
+      time.sleep(0.1)
+    child.send_signal(signum)
+    err = child.stderr.read().decode()
+    return child.wait(timeout=60), err
+  finally:
+    child.kill()
 
 
 @contextlib.contextmanager

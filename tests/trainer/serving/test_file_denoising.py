@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import types
 from unittest import mock
 
@@ -89,15 +88,9 @@ class DenoiseCommandTest(tf.test.TestCase):
           [sys.executable, "-m", "trainer.denoise", f"--saved_model={saved}",
            f"--input={noisy}", f"--output={output}"], stderr=subprocess.PIPE,
           env=helpers.env(), cwd=helpers.REPO)
-      try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(os.listdir(directory)) < 2:
-          time.sleep(0.1)  # until it writes its temporary file
-        child.send_signal(signum)
-        err = child.stderr.read().decode()
-        self.assertEqual(child.wait(timeout=60), 128 + signum, err[-2000:])
-      finally:
-        child.kill()
+      code, err = helpers.stop_when(  # once it writes its temporary file
+          child, lambda: len(os.listdir(directory)) > 1, signum)  # pylint: disable=cell-var-from-loop
+      self.assertEqual(code, 128 + signum, err[-2000:])
       self.assertNotIn("Traceback", err)
       self.assertEqual(err.strip().splitlines()[-1], f"trainer.denoise: stopped by "
                        f"{signal.Signals(signum).name}; nothing more was written.")

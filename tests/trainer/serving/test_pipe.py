@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -245,19 +244,13 @@ class StreamCommandTest(tf.test.TestCase):
           [sys.executable, "-m", "trainer.stream", f"--saved_model={saved}",
            f"--raw_rate={RATE}", f"--output={output}"], stdin=subprocess.PIPE,
           stderr=subprocess.PIPE, env=helpers.env(), cwd=helpers.REPO)
-      try:
-        child.stdin.write(pcm)
-        child.stdin.flush()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any(  # the second of audio went through
-            os.path.getsize(os.path.join(directory, n)) > len(pcm) // 2
-            for n in os.listdir(directory)):
-          time.sleep(0.2)
-        child.send_signal(signum)
-        err = child.stderr.read().decode()
-        self.assertEqual(child.wait(timeout=60), 128 + signum, err[-2000:])
-      finally:
-        child.kill()
+      child.stdin.write(pcm)
+      child.stdin.flush()
+      through = lambda: any(  # pylint: disable=g-long-lambda,cell-var-from-loop
+          os.path.getsize(os.path.join(directory, n)) > len(pcm) // 2
+          for n in os.listdir(directory))  # the second of audio went through
+      code, err = helpers.stop_when(child, through, signum)
+      self.assertEqual(code, 128 + signum, err[-2000:])
       self.assertNotIn("Traceback", err)
       self.assertRegex(err.strip().splitlines()[-1],
                        f"^trainer.stream: stopped by {signal.Signals(signum).name}: 1.00 s of "
