@@ -31,12 +31,24 @@ class Stopped(BaseException):
     sys.exit(128 + self.signum)
 
 
+_received: List[int] = []  # the signals stop_on_signals has turned into Stopped
+
+
+def received(error: BaseException) -> Optional[Stopped]:
+  """The Stopped behind `error`: itself, or, if a signal arrived, one for it (a signal raised
+  inside TensorFlow's own code can come out as another exception)."""
+  if isinstance(error, Stopped):
+    return error
+  return Stopped(_received[-1]) if _received else None
+
+
 @contextlib.contextmanager
 def stop_on_signals():
   """`with stop_on_signals():` SIGINT and SIGTERM raise `Stopped` where the program is, so
   what it writes is finished or removed (files.atomic_writer) instead of cut off."""
 
   def stop(signum, _):
+    _received.append(signum)
     raise Stopped(signum)
 
   previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
@@ -55,12 +67,15 @@ def one_line_errors(program: str, *errors: Type[Exception]):
   (`program: stopped by SIGINT ...`); anything else is a bug and keeps its traceback."""
   try:
     yield
-  except checks.ArgumentError as e:
-    sys.exit(f"{program}: {e.flag()}")
-  except Stopped as e:
-    e.exit(f"{program}: stopped by {e}; nothing more was written.")
-  except (ValueError, OSError, *errors) as e:
-    sys.exit(f"{program}: {e}")
+  except BaseException as e:  # pylint: disable=broad-except
+    stopped = received(e)
+    if stopped is not None:
+      stopped.exit(f"{program}: stopped by {stopped}; nothing more was written.")
+    if isinstance(e, checks.ArgumentError):
+      sys.exit(f"{program}: {e.flag()}")
+    if isinstance(e, (ValueError, OSError, *errors)) and not isinstance(e, SystemExit):
+      sys.exit(f"{program}: {e}")
+    raise
 
 
 def parse_flags(argv: List[str],

@@ -58,8 +58,10 @@ def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
     for block in pipe.pcm_blocks(source, 2 * block_samples, size):
       sink.write(pipe.to_pcm16(through.feed(block)))
       sink.flush()
-  except cli.Stopped as e:  # the audio so far is the stream: finish it
-    through.stopped_by = e
+  except BaseException as e:  # pylint: disable=broad-except
+    through.stopped_by = cli.received(e)  # a signal: the audio so far is the stream
+    if through.stopped_by is None:
+      raise
   sink.write(pipe.to_pcm16(through.flush()))
   if seekable_output and not raw_output:  # a file: give the header its sizes
     sink.seek(0)
