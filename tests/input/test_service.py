@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -57,6 +58,15 @@ class ServiceTest(tf.test.TestCase):
                                 r"workers \(start them: python -m input.service worker "):
       service.wait_for_workers(lonely.target, timeout_seconds=2)
     self.assertLess(time.monotonic() - start, 10)
+    # The probe still waits for an element: give it a worker so it ends, and its client
+    # stops heartbeating to the dispatcher (which would log until the suite exits).
+    worker = service.start_worker(lonely.target.replace("grpc://", ""))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(
+        t.name == "tf.data service probe" for t in threading.enumerate()):
+      time.sleep(0.1)
+    self.assertFalse(any(t.name == "tf.data service probe" for t in threading.enumerate()))
+    worker._stop()  # pylint: disable=protected-access
     lonely._stop()  # pylint: disable=protected-access
 
   def test_a_port_held_by_another_program_is_an_error_not_a_hang(self):
