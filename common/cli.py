@@ -73,7 +73,7 @@ def one_line_errors(program: str, *errors: Type[Exception]):
       stopped.exit(f"{program}: stopped by {stopped}; nothing more was written.")
     if isinstance(e, checks.ArgumentError):
       sys.exit(f"{program}: {e.flag()}")
-    if isinstance(e, (ValueError, OSError, *errors)) and not isinstance(e, SystemExit):
+    if isinstance(e, (ValueError, OSError, *errors)):
       sys.exit(f"{program}: {e}")
     raise
 
