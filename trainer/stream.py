@@ -10,6 +10,7 @@ write them) or raw PCM with --raw_output. The latency and the real-time factor
 go to stderr at the end.
 """
 
+import contextlib
 import sys
 
 from absl import app
@@ -83,17 +84,12 @@ def main(argv):
     loaded = saved_model_lib.load_export(FLAGS.saved_model)  # before any output is opened
     source = sys.stdin.buffer if FLAGS.input == "-" else open(FLAGS.input, "rb")
     name = "stdin" if FLAGS.input == "-" else FLAGS.input
-    with source:
-      if FLAGS.output == "-":
-        through = run(loaded, source, sys.stdout.buffer, raw_rate=FLAGS.raw_rate,
-                      raw_output=FLAGS.raw_output, extend_band=FLAGS.extend_band,
-                      quality=FLAGS.resample_quality, name=name)
-      else:
-        with files.atomic_writer(FLAGS.output, replace=FLAGS.overwrite) as sink:
-          through = run(loaded, source, sink, raw_rate=FLAGS.raw_rate,
-                        raw_output=FLAGS.raw_output, seekable_output=True,
-                        extend_band=FLAGS.extend_band, quality=FLAGS.resample_quality,
-                        name=name)
+    to_file = FLAGS.output != "-"
+    with source, (files.atomic_writer(FLAGS.output, replace=FLAGS.overwrite) if to_file
+                  else contextlib.nullcontext(sys.stdout.buffer)) as sink:
+      through = run(loaded, source, sink, raw_rate=FLAGS.raw_rate,
+                    raw_output=FLAGS.raw_output, seekable_output=to_file,
+                    extend_band=FLAGS.extend_band, quality=FLAGS.resample_quality, name=name)
   if through.stopped_by is not None:
     through.stopped_by.exit(f"trainer.stream: stopped by {through.stopped_by}: "
                             f"{summary(through)}; the audio enhanced so far is in "
