@@ -7,6 +7,7 @@ import sys
 import tempfile
 import threading
 import time
+from unittest import mock
 
 import pytest
 import numpy as np
@@ -54,8 +55,9 @@ class ServiceTest(tf.test.TestCase):
     lonely = service.start_dispatcher()
     start = time.monotonic()
     with self.assertRaisesRegex(ConnectionError, rf"The tf.data service at {lonely.target} "
-                                r"delivered nothing within 2 s: either the dispatcher has no "
-                                r"workers \(start them: python -m input.service worker "):
+                                r"delivered nothing within 2 s: the dispatcher has no workers "
+                                r"registered; start them: python -m input.service worker "
+                                r"--dispatcher=localhost:\d+ --port=P --worker_address="):
       service.wait_for_workers(lonely.target, timeout_seconds=2)
     self.assertLess(time.monotonic() - start, 10)
     # The probe still waits for an element: give it a worker so it ends, and its client
@@ -130,6 +132,39 @@ class ServiceTest(tf.test.TestCase):
     self.workers.pop()._stop()  # pylint: disable=protected-access
     for _ in range(30):
       self.assertEqual(next(iterator)["noisy"].shape, [4, 64])
+
+  def test_workers_register_the_address_they_reach_the_dispatcher_by_or_the_one_given(self):
+    self.assertCountEqual(service.registered_workers(self.dispatcher.target),
+                          [f"127.0.0.1:{w._server.bound_port()}"  # pylint: disable=protected-access
+                           for w in self.workers])
+    lonely = service.start_dispatcher()
+    named = service.start_worker(lonely.target[len("grpc://"):], worker_address="10.1.2.3")
+    try:
+      self.assertRegex(service.registered_workers(lonely.target)[0], r"^10\.1\.2\.3:\d+$")
+    finally:
+      named._stop()  # pylint: disable=protected-access
+      lonely._stop()  # pylint: disable=protected-access
+
+  def test_no_data_is_explained_by_what_the_dispatcher_knows(self):
+    lonely = service.start_dispatcher()
+    try:
+      self.assertStartsWith(service.why_no_data(lonely.target),
+                            "the dispatcher has no workers registered; start them")
+    finally:
+      lonely._stop()  # pylint: disable=protected-access
+    self.assertIn("reachable but made no data", service.why_no_data(self.dispatcher.target))
+    with socket.socket() as probe:  # a port nothing listens at
+      probe.bind(("127.0.0.1", 0))
+      absent = f"127.0.0.1:{probe.getsockname()[1]}"
+    with mock.patch.object(service, "registered_workers", return_value=[absent]):
+      self.assertRegex(service.why_no_data(self.dispatcher.target),
+                       rf"^1 worker\(s\) registered, but 1 cannot be reached from this host: "
+                       rf"{absent} \(Connection refused\)\. A worker registers the address")
+    with socket.socket() as other:  # accepts TCP connections, speaks no gRPC
+      other.bind(("localhost", 0))
+      other.listen(8)
+      self.assertRegex(service.why_no_data(f"grpc://localhost:{other.getsockname()[1]}"),
+                       r"is not a tf.data dispatcher \(\w+\): fix the address")
 
   def test_bad_address_and_sharding(self):
     for bad in ("localhost:5050", "grpc://localhost:50x0", "grpc://:5050"):
