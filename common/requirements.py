@@ -30,9 +30,13 @@ def quiet_commands() -> None:
   `-m input.prepare`, ...; the package is imported while sys.argv[0] is still "-m"), leaves
   out TensorFlow's C++ info and warning lines (CPU features, GPU libraries, rendezvous) so
   the command's own lines are what it prints, unless TF_CPP_MIN_LOG_LEVEL is set or
-  --tensorflow_logs is passed. Library use (research code, tests) is left as it is."""
+  --tensorflow_logs is passed. Library use (research code, tests) is left as it is.
+
+  A multi-worker process (TF_CONFIG set) leaves out the C++ error lines too: when
+  a peer is lost, its collectives and coordination service print the same
+  failure many times over, and the command ends with one line that names it."""
   if sys.argv[:1] == ["-m"] and TENSORFLOW_LOGS_FLAG not in sys.argv:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3" if os.environ.get("TF_CONFIG") else "2")
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,6 +23,7 @@ from trainer.loop import recovery
 from trainer.program import build
 from trainer.program import build_data
 from trainer.program import build_loop
+from trainer.program import cluster
 from trainer.program import diagnose
 from trainer.program import flagfiles
 from trainer.program.config import configs as configs_lib
@@ -40,9 +41,13 @@ def run(configs: configs_lib.Configs) -> str:
   if mode == "continuous_eval":
     return build_loop.sidecar(job).run()
   train = mode == "train"
+  model_dir = configs.run.model_dir
   with lock.held(job.out_dir) if train else contextlib.nullcontext():
     control = build_loop.controller(job, train=train)
-    outcome = control.train_and_evaluate() if train else control.evaluate()
+    with (cluster.lost_peers_in_one_line(lambda: control.step, os.path.join(
+        model_dir, run_dir.CHECKPOINT_DIR), os.path.join(model_dir, "errors"))
+          if job.workers > 1 else contextlib.nullcontext()):
+      outcome = control.train_and_evaluate() if train else control.evaluate()
   return control.stopped_by or outcome.value
 
 
@@ -74,7 +79,7 @@ def main(argv):
   if len(argv) > 1:
     sys.exit(f"trainer.main: unexpected arguments {argv[1:]}; every setting is a --flag.")
   with cli.one_line_errors("trainer.main", recovery.Diverged, run_dir.CheckpointError,
-                           lock.LockedError):
+                           lock.LockedError, cluster.PeerLost):
     configs = configs_lib.Configs.from_flags()
     try:
       outcome = run(configs)

@@ -44,11 +44,14 @@ class RequirementsTest(tf.test.TestCase):
       requirements.require_tensorflow.cache_clear()
 
   def test_only_a_command_quiets_tensorflow_and_a_flag_or_the_variable_keeps_it(self):
-    for argv, preset, expected in ((["-m", "--x=1"], None, "2"),  # python -m trainer.main
-                                   (["-m", "--tensorflow_logs"], None, None),
-                                   (["/usr/bin/pytest"], None, None),  # library use
-                                   (["-m"], "0", "0")):
+    for argv, preset, tf_config, expected in (
+        (["-m", "--x=1"], None, None, "2"),  # python -m trainer.main
+        (["-m", "--x=1"], None, "{}", "3"),  # a worker of a cluster: its errors too
+        (["-m", "--tensorflow_logs"], None, "{}", None),
+        (["/usr/bin/pytest"], None, None, None),  # library use
+        (["-m"], "0", "{}", "0")):
       environ = {} if preset is None else {"TF_CPP_MIN_LOG_LEVEL": preset}
+      environ.update({} if tf_config is None else {"TF_CONFIG": tf_config})
       with mock.patch.object(sys, "argv", argv), mock.patch.dict(os.environ, environ,
                                                                   clear=True):
         requirements.quiet_commands()

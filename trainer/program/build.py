@@ -59,7 +59,8 @@ def build(configs: configs_lib.Configs) -> Job:
                      "directory, or a run's.")
   build_data.check_data_source(data)
   strategy = strategy_lib.make(run.strategy, num_gpus=run.num_gpus,  # before any TF op
-                               cpu_replicas=run.cpu_replicas)
+                               cpu_replicas=run.cpu_replicas,
+                               cluster_timeout=run.cluster_timeout)
   _, _, chief = strategy_lib.worker(strategy)
   workers = strategy.num_replicas_in_sync // len(strategy.extended.worker_devices)
   out_dir = strategy_lib.output_dir(run.model_dir, strategy)

@@ -9,6 +9,7 @@ from absl import logging
 import tensorflow as tf
 
 from common import checks
+from trainer.program import cluster
 
 
 def check_devices(kind: str, *, num_gpus: Optional[int], cpu_replicas: int,
@@ -42,16 +43,20 @@ def split_cpu(replicas: int) -> None:
         cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
 
 
-def make(kind: str, *, num_gpus: Optional[int] = None,
-         cpu_replicas: int = 1) -> tf.distribute.Strategy:
+def make(kind: str, *, num_gpus: Optional[int] = None, cpu_replicas: int = 1,
+         cluster_timeout: float = 300.0) -> tf.distribute.Strategy:
   """The strategy: auto | mirrored | one_device | multi_worker_mirrored (TF_CONFIG).
 
   auto mirrors over every GPU found (or `num_gpus` of them), or runs on the one
   device there is; it is not TensorFlow's default strategy (`tf.distribute.get_strategy()`).
+  multi_worker_mirrored first waits up to `cluster_timeout` seconds for every
+  task of TF_CONFIG (`cluster.wait_for_peers`).
   """
   gpus = tf.config.list_physical_devices("GPU")
   check_devices(kind, num_gpus=num_gpus, cpu_replicas=cpu_replicas, gpus_found=len(gpus))
   if kind == "multi_worker_mirrored":
+    checks.positive("cluster_timeout", cluster_timeout)
+    cluster.wait_for_peers(cluster_timeout)
     return tf.distribute.MultiWorkerMirroredStrategy()
   if cpu_replicas > 1 and not num_gpus:
     split_cpu(cpu_replicas)

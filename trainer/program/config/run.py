@@ -45,6 +45,9 @@ class RunConfig:
                        choices=["auto", "mirrored", "one_device", "multi_worker_mirrored"])
   num_gpus: Optional[int] = flag(None, "GPUs to use with auto, mirrored or one_device "
                                  "(default: all found).")
+  cluster_timeout: float = flag(300.0, "multi_worker_mirrored: seconds to wait at start-up "
+                                "for every task of TF_CONFIG to answer (naming the missing "
+                                "ones every 15 s) before ending with those named.")
   cpu_replicas: int = flag(1, "Split the CPU into this many logical devices and mirror over "
                            "them: try multi-replica runs without GPUs.")
   global_batch_size: int = flag(16, "Examples per step across all replicas (per micro-batch "
