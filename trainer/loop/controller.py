@@ -15,6 +15,7 @@ from trainer.loop import actions
 from trainer.loop import checkpoints
 from trainer.loop import periodic_eval
 from trainer.loop import recovery as recovery_lib
+from trainer.loop import stall
 from trainer.loop import summaries
 
 
@@ -42,6 +43,7 @@ class LoopConfig:
   divergence_loss: Optional[float] = None  # a chunk's mean loss above it diverged
   divergence_rise: Optional[float] = None  # ... or this far above its running median
   recover_attempts: int = 0  # restores from a checkpoint before a divergence stops training
+  input_stall_seconds: float = 0.0  # a line when no step finishes this long (0: not watched)
 
   def __post_init__(self):
     for name in ("train_steps", "steps_per_loop", "log_every", "checkpoint_every",
@@ -49,6 +51,8 @@ class LoopConfig:
       checks.at_least(name, getattr(self, name), 1)
     checks.at_least("eval_every", self.eval_every, 0)
     checks.at_least("recover_attempts", self.recover_attempts, 0)
+    if self.input_stall_seconds:
+      checks.positive("input_stall_seconds", self.input_stall_seconds)
     if self.divergence_loss is not None and not math.isfinite(self.divergence_loss):
       raise checks.ArgumentError("divergence_loss", self.divergence_loss,
                                  "must be a finite number (leave it unset for no bound).")
@@ -77,6 +81,12 @@ class Controller:
     recovery: what a diverged chunk (`recovery.DivergenceGuard` with the
       config's bounds) calls to restore a checkpoint and restart the input
       (`recovery.Recovery`); without it a divergence stops training.
+    stalled_input: what to check when no step finishes for the config's
+      `input_stall_seconds` (`stall.StallWatch` says it); a stop request
+      during such a stall ends training at once.
+    save_abandoned: whether a stop during a stall saves the steps since the
+      last checkpoint (a lone worker; a multi-worker save is collective and
+      the others may be waiting too).
     log: where progress lines go.
   """
 
@@ -87,7 +97,8 @@ class Controller:
                log: Callable[[str], None] = logging.info,
                train_actions: Sequence[actions.TrainAction] = (),
                eval_actions: Sequence[actions.EvalAction] = (),
-               recovery: Optional[recovery_lib.Recovery] = None):
+               recovery: Optional[recovery_lib.Recovery] = None,
+               stalled_input: str = "check the input pipeline.", save_abandoned: bool = True):
     self._train_step, self._iterator, self._manager = train_step, iterator, manager
     self._config, self._evaluate, self._agree, self._log = config, evaluate, agree, log
     self._summary_dir = summary_dir
@@ -98,6 +109,11 @@ class Controller:
         config.max_skipped_steps, max_loss=config.divergence_loss,
         max_rise=config.divergence_rise)
     self._recovery = recovery
+    self._watch = (stall.StallWatch(config.input_stall_seconds, stalled_input, log=log)
+                   if config.input_stall_seconds else None)
+    self._save_abandoned = save_abandoned
+    self._called = False  # the first call of the step compiles it
+    self._stop = {"signal": None}
     self.stopped_by: Optional[str] = None
 
   @property
@@ -140,8 +156,11 @@ class Controller:
     wanted = min(self._config.steps_per_loop, self._config.train_steps - step)
     size = self._profiler.chunk_size(step, wanted)
     start = time.perf_counter()
+    call = lambda: {k: v.numpy() for k, v in self._train_step(self._iterator, size).items()}
     with self._profiler.around_call(step):
-      metrics = {k: v.numpy() for k, v in self._train_step(self._iterator, size).items()}
+      metrics = (self._watch(call, lambda: self.step, lambda: self._stop["signal"] is not None,
+                             first=not self._called) if self._watch else call())
+    self._called = True
     chunk = actions.Chunk(before=step, after=int(metrics["global_step"]), asked=size,
                           ran=int(metrics["steps"]), seconds=time.perf_counter() - start,
                           metrics=metrics, examples_per_step=self._config.examples_per_step,
@@ -167,7 +186,7 @@ class Controller:
     meter.restart(step)
     chunk_actions = self._actions(writer, meter)
     try:
-      with actions.stop_requests() as stop:
+      with actions.stop_requests() as self._stop:
         while step < self._config.train_steps:
           chunk = self._run_chunk(step)
           step = chunk.after
@@ -184,10 +203,16 @@ class Controller:
           if self._early_stopped:
             outcome = Outcome.EARLY_STOPPED
             break
-          if self._agree(stop["signal"] is not None):
-            self.stopped_by = stop["signal"] or "stopped with the other workers"
+          if self._agree(self._stop["signal"] is not None):
+            self.stopped_by = self._stop["signal"] or "stopped with the other workers"
             outcome = Outcome.STOPPED
             break
+    except stall.Abandoned as e:
+      step, outcome = self.step, Outcome.STOPPED
+      self.stopped_by = f"{self._stop['signal']} while waiting {e.waited:.0f} s for a step"
+      if not self._save_abandoned:
+        writer.flush()
+        return outcome
     finally:
       self._profiler.stop()
     checkpoints.save(self._manager, step)

@@ -125,4 +125,4 @@ def loop_config(run: run_config.RunConfig,
       examples_per_step=run.global_batch_size * run.accumulate_steps,
       audio_seconds_per_example=audio_seconds_per_example, profile_steps=run.profile_steps,
       divergence_loss=run.divergence_loss, divergence_rise=run.divergence_rise or None,
-      recover_attempts=run.recover_attempts)
+      recover_attempts=run.recover_attempts, input_stall_seconds=run.input_stall_seconds)

@@ -63,7 +63,21 @@ def controller(job: build.Job, *, train: bool = True) -> controller_lib.Controll
       summary_dir=os.path.join(job.out_dir, "train"),
       agree=actions.stop_agreement(job.strategy) if job.workers > 1
       else lambda stop_here: stop_here,
-      eval_actions=_eval_actions(job, early_stop=True), recovery=recover)
+      eval_actions=_eval_actions(job, early_stop=True), recovery=recover,
+      stalled_input=_what_to_check(job), save_abandoned=job.workers == 1)
+
+
+def _what_to_check(job: build.Job) -> str:
+  """What a stalled training step most likely waits for, and what to do about it."""
+  service = job.configs.data.data_service
+  peers = " or for a peer worker that stopped answering" if job.workers > 1 else ""
+  if service:
+    host_port = service[len("grpc://"):]
+    return (f"waiting for the tf.data service at {service}{peers}? Its workers may be gone: "
+            f"start one (python -m input.service worker --dispatcher={host_port} --port=P) and "
+            "training goes on; SIGTERM saves and stops.")
+  return (f"waiting for input from its storage{peers}? Check that the data is readable "
+          "and the machine is not swapping; SIGTERM saves and stops.")
 
 
 def sidecar(job: build.Job) -> sidecar_lib.Sidecar:

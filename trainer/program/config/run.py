@@ -61,6 +61,11 @@ class RunConfig:
   steps_per_loop: int = flag(10, "Steps per tf.function call (host round trip).")
   log_every: int = flag(100, "Steps between progress lines.")
   checkpoint_every: int = flag(500, "Steps between checkpoints.")
+  input_stall_seconds: float = flag(60.0, "When no training step finishes for this long, "
+                                    "log what to check (the tf.data service's workers, the "
+                                    "data storage, a peer) and again each time it passes; a "
+                                    "SIGTERM during such a wait saves and exits at once "
+                                    "(0: not watched).")
   keep_checkpoints: int = flag(3, "Checkpoints to keep.")
   eval_every: int = flag(500, "Steps between evaluations (0: only at the end).")
   eval_timeout: float = flag(3600.0, "--mode=continuous_eval ends after this many seconds "
