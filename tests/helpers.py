@@ -7,6 +7,8 @@ CPUs that conftest.py makes).
 
 import contextlib
 import functools
+import glob
+import json
 import os
 import subprocess
 import sys
@@ -38,6 +40,25 @@ def env(**overrides) -> dict:
   """The environment for a child process of the suite: this one, quiet TensorFlow, the repo
   importable from anywhere."""
   return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO, **overrides}
+
+
+def worker_processes(pid: int) -> dict:
+  """{task index: pid} of the child processes of `pid` that have a TF_CONFIG (a launcher's
+  workers)."""
+  found = {}
+  for path in glob.glob("/proc/[0-9]*/stat"):
+    try:
+      with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+      if int(fields[1]) != pid:
+        continue
+      child = int(path.split("/")[2])
+      with open(f"/proc/{child}/environ", "rb") as f:
+        environ = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+      found[json.loads(environ[b"TF_CONFIG"])["task"]["index"]] = child
+    except (OSError, KeyError, ValueError):
+      continue
+  return found
 
 
 def run_module(module: str, *args, timeout=600, cwd=REPO, **kwargs):

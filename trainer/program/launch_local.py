@@ -5,9 +5,13 @@ Run: python -m trainer.program.launch_local --workers=2 -- --flagfile=flags/cpu.
 For trying multi-worker training on one machine and for tests. Each worker's
 output lines are prefixed with "[worker i]"; SIGTERM/SIGINT are forwarded to
 every worker (a preemption drill); the exit code is the first non-zero worker
-exit code, or 0.
+exit code, or 0. The workers follow their launcher: if it dies by any signal
+(SIGKILL, SIGHUP when its terminal closes), each gets SIGTERM, saves with the
+others and exits (Linux: prctl's parent-death signal), so none keeps training
+unseen and a rerun needs no cleanup.
 """
 
+import ctypes
 import json
 import os
 import signal
@@ -18,6 +22,17 @@ import threading
 from typing import List, Sequence
 
 WORKER_MODULE = "trainer.main"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: a child must not load libraries
+
+
+def _follow_parent(launcher: int):
+  """In a worker before it runs (preexec_fn): SIGTERM when the launcher `launcher` dies;
+  if it already did, at once. Does nothing where prctl does not exist (not Linux)."""
+  if hasattr(_LIBC, "prctl"):
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != launcher:
+      os.kill(os.getpid(), signal.SIGTERM)
 
 
 def free_ports(count: int) -> List[int]:
@@ -52,19 +67,20 @@ def launch(workers: int, trainer_args: Sequence[str], *, module: str = WORKER_MO
   if workers < 1:
     raise ValueError(f"--workers must be >= 1, got {workers}.")
   ports = free_ports(workers)
-  processes, relays = [], []
-  for index in range(workers):
+  processes, launcher = [], os.getpid()
+  for index in range(workers):  # all started before any relay thread (preexec_fn and threads)
     worker_env = dict(env or os.environ, TF_CONFIG=tf_config(ports, index))
     command = [sys.executable, "-m", module, *trainer_args]
     if module == WORKER_MODULE:
       command.append("--strategy=multi_worker_mirrored")
-    process = subprocess.Popen(command, env=worker_env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    processes.append(process)
-    relay = threading.Thread(target=_relay, args=(process.stdout, f"[worker {index}]",
+    processes.append(subprocess.Popen(command, env=worker_env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True,
+                                      preexec_fn=lambda: _follow_parent(launcher)))
+  relays = [threading.Thread(target=_relay, args=(process.stdout, f"[worker {index}]",
                                                   sys.stdout), daemon=True)
+            for index, process in enumerate(processes)]
+  for relay in relays:
     relay.start()
-    relays.append(relay)
 
   def forward(signum, _):
     for process in processes:

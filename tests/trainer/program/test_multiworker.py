@@ -1,7 +1,5 @@
 """Multi-worker tests: real worker processes on loopback ports (trainer.program.launch_local), cleaned up."""
 
-import glob
-import json
 import os
 import re
 import signal
@@ -27,24 +25,6 @@ def launcher(*trainer_flags):
 def run_cluster(*trainer_flags, timeout=600):
   return subprocess.run(launcher(*trainer_flags), cwd=REPO, capture_output=True, text=True,
                         timeout=timeout, env=helpers.env())
-
-
-def children(pid):
-  """{worker index: pid} of the launcher's worker processes (from their TF_CONFIG)."""
-  found = {}
-  for path in glob.glob("/proc/[0-9]*/stat"):
-    try:
-      with open(path) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-      if int(fields[1]) != pid:
-        continue
-      child = int(path.split("/")[2])
-      with open(f"/proc/{child}/environ", "rb") as f:
-        environ = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-      found[json.loads(environ[b"TF_CONFIG"])["task"]["index"]] = child
-    except (OSError, KeyError, ValueError):
-      continue
-  return found
 
 
 @pytest.mark.slow
@@ -85,7 +65,7 @@ class MultiWorkerTest(tf.test.TestCase):
           started.add(match.group(1))
         if len(started) == 2 or time.time() > deadline:
           break
-      os.kill(children(process.pid)[1], signal.SIGTERM)  # worker 1 only
+      os.kill(helpers.worker_processes(process.pid)[1], signal.SIGTERM)  # worker 1 only
       rest, _ = process.communicate(timeout=180)
       output.append(rest)
     finally:
