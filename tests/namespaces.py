@@ -7,6 +7,7 @@ namespace holding a bridge. Nothing is added to the machine's own network
 them all. Needs root (CAP_NET_ADMIN) and the `ip` tool.
 """
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -47,9 +48,11 @@ def netem_unavailable() -> Optional[str]:
 class Network:
   """`hosts` namespaces on one bridge; `address(i)`, `command(i, argv)`, `up()`, `down()`."""
 
+  _made = itertools.count()  # networks of this process, each with names of its own
+
   def __init__(self, hosts: int):
-    self._id = os.getpid() % 100000
-    self._subnet = f"10.231.{self._id % 250}"
+    self._id = f"{os.getpid() % 100000}{next(self._made) % 100}"
+    self._subnet = f"10.231.{int(self._id) % 250}"
     self.names: List[str] = [f"dn{self._id}h{i}" for i in range(hosts)]
     self.switch = f"dn{self._id}sw"
 
@@ -89,6 +92,17 @@ class Network:
     """Takes host `host`'s link down (a network partition) or, with cut=False, up again."""
     self._ip("link", "set", self.interface(host), "down" if cut else "up",
              namespace=self.names[host])
+
+  def delay(self, host: int, milliseconds: int):
+    """Delays what host `host` sends by `milliseconds` (tc netem; 0 removes the delay)."""
+    device = self.interface(host)
+    if milliseconds:
+      subprocess.run(self.command(host, ["tc", "qdisc", "replace", "dev", device, "root",
+                                         "netem", "delay", f"{milliseconds}ms"]),
+                     check=True, capture_output=True)
+    else:
+      subprocess.run(self.command(host, ["tc", "qdisc", "del", "dev", device, "root"]),
+                     capture_output=True)
 
   def down(self):
     """Removes every namespace (and with them their interfaces); processes inside keep running
