@@ -435,7 +435,7 @@ class ErrorTest(tf.test.TestCase):
                         timeout=300)
       self.assert_one_line_error(result, rf"^trainer.main: The tf.data service at "
                                  rf"grpc://localhost:{port} delivered nothing within 3 s: "
-                                 r"either the dispatcher has no workers")
+                                 r"the dispatcher has no workers registered; start them")
       self.assertFalse(os.path.exists(f"{root}/run/config.json"))
       waiting = subprocess.Popen(command(*flags, f"--model_dir={root}/waiting",
                                          "--data_service_timeout=600"), cwd=REPO,
