@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from common import files
+from input import service
 
 # Errors TensorFlow raises when a collective or the coordination service loses a peer.
 PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
@@ -53,15 +54,8 @@ def this_task(tf_config: Optional[str] = None) -> Optional[Task]:
 
 def unreachable(peers: List[Task], timeout_seconds: float = 2.0) -> List[str]:
   """`"task (why)"` for each of `peers` that accepts no TCP connection now."""
-  out = []
-  for peer in peers:
-    host, _, port = peer.address.rpartition(":")
-    try:
-      with socket.create_connection((host, int(port)), timeout=timeout_seconds):
-        pass
-    except OSError as e:
-      out.append(f"{peer} ({e.strerror or type(e).__name__})")
-  return out
+  return [f"{peer} ({why})" for peer in peers
+          if (why := service.reachable(peer.address, timeout_seconds))]
 
 
 def wait_for_peers(timeout_seconds: float, *, every_seconds: float = 15.0,
