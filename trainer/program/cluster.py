@@ -37,25 +37,34 @@ class Task:
     return f"{self.type} {self.index} ({self.address})"
 
 
+def _parsed(tf_config: Optional[str]) -> dict:
+  """`tf_config`, or the environment's TF_CONFIG, as a dict."""
+  return json.loads(tf_config if tf_config is not None else os.environ.get("TF_CONFIG", "{}"))
+
+
 def tasks(tf_config: Optional[str] = None) -> List[Task]:
   """Every task TF_CONFIG names, chief first."""
-  config = json.loads(tf_config if tf_config is not None else os.environ.get("TF_CONFIG", "{}"))
-  cluster = config.get("cluster", {})
+  cluster = _parsed(tf_config).get("cluster", {})
   return [Task(kind, index, address) for kind in sorted(cluster, key=lambda k: k != "chief")
           for index, address in enumerate(cluster[kind])]
 
 
 def this_task(tf_config: Optional[str] = None) -> Optional[Task]:
-  config = json.loads(tf_config if tf_config is not None else os.environ.get("TF_CONFIG", "{}"))
-  task = config.get("task", {})
+  task = _parsed(tf_config).get("task", {})
   return next((t for t in tasks(tf_config) if (t.type, t.index) ==
                (task.get("type"), task.get("index"))), None)
 
 
-def unreachable(peers: List[Task], timeout_seconds: float = 2.0) -> List[str]:
-  """`"task (why)"` for each of `peers` that accepts no TCP connection now."""
-  return [f"{peer} ({why})" for peer in peers
-          if (why := service.reachable(peer.address, timeout_seconds))]
+def peers(tf_config: Optional[str] = None) -> List[Task]:
+  """The tasks of TF_CONFIG other than this one."""
+  me = this_task(tf_config)
+  return [t for t in tasks(tf_config) if t != me]
+
+
+def unreachable(candidates: List[Task], timeout_seconds: float = 2.0) -> List[str]:
+  """`"task (why)"` for each of `candidates` that accepts no TCP connection now."""
+  return [f"{task} ({why})" for task in candidates
+          if (why := service.reachable(task.address, timeout_seconds))]
 
 
 def wait_for_peers(timeout_seconds: float, *, every_seconds: float = 15.0,
@@ -71,9 +80,8 @@ def wait_for_peers(timeout_seconds: float, *, every_seconds: float = 15.0,
   until it has seen the others, then frees it for TensorFlow's server.
   `tf_config` defaults to the environment's TF_CONFIG.
   """
-  me = this_task(tf_config)
-  peers = [t for t in tasks(tf_config) if t != me]
-  if me is None or not peers:
+  me, others = this_task(tf_config), peers(tf_config)
+  if me is None or not others:
     return
   port = int(me.address.rpartition(":")[2])
   listener = socket.socket()
@@ -90,7 +98,7 @@ def wait_for_peers(timeout_seconds: float, *, every_seconds: float = 15.0,
   next_log = start + every_seconds
   try:
     while True:
-      missing = unreachable(peers, timeout_seconds=1.0)
+      missing = unreachable(others, timeout_seconds=1.0)
       if not missing:
         return
       now = time.monotonic()
@@ -124,12 +132,10 @@ def _drain(listener: socket.socket):
 def lost_peer_message(error: Exception, *, step: int, latest_checkpoint: Optional[str]) -> str:
   """One line for a collective that failed because a peer went away: which peer (named in
   the error, or not answering now), the step reached, the checkpoint and how to resume."""
-  me = this_task()
-  peers = [t for t in tasks() if t != me]
+  others = peers()
   named = {(kind, int(index)) for kind, index in re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)",
                                                             str(error))}
-  lost = [str(p) for p in peers if (p.type, p.index) in named and p != me]
-  lost = lost or unreachable(peers)
+  lost = [str(p) for p in others if (p.type, p.index) in named] or unreachable(others)
   who = ", ".join(lost) if lost else "a peer (every peer answers again now)"
   first = next((line for line in str(error).splitlines() if line.strip() and not line.startswith(
       (" ", "\t", "Graph execution error", "Detected at node"))), type(error).__name__)
