@@ -1,11 +1,13 @@
-"""Benchmark: speech quality on held-out speech in noise, each file at its own rate: noisy input vs spectral gating vs trained models.
+"""Benchmark: speech quality on held-out speech in noise, each file at its own rate: noisy input vs spectral gating vs pretrained denoisers vs trained models.
 
 The path a user takes: input.heldout's set (real 48 kHz, festival 16 and 32
 kHz, espeak-ng 22.05 kHz speech the corpus generator never made) is mixed with
 white/pink/brown/hum/babble/recorded noise at 0, 5 and 10 dB at the
 utterance's own rate, and each method enhances the file at that rate: spectral
 gating is `noisereduce` (its default non-stationary mode and its stationary
-mode), each model an exported SavedModel run through `trainer.denoise`'s code
+mode), the pretrained denoisers people run (bench.anchors: RNNoise and
+DeepFilterNet3 at 48 kHz, soxr there and back, their delay removed, a fresh
+state per mixture), each model an exported SavedModel run through `trainer.denoise`'s code
 (resampled to the model's rate and back, the share of the input the export
 keeps, the band extension), or a causal one through `trainer.stream`'s path
 (soxr's streaming resamplers around the export's stream step). SI-SDR is scored at the file's rate, wide-band PESQ and
@@ -26,6 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 
+from bench import anchors  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import heldout  # pylint: disable=g-import-not-at-top
 from trainer.evaluation import metrics  # pylint: disable=g-import-not-at-top
@@ -40,21 +43,24 @@ STREAM_BLOCK = 4096  # samples fed to a stream at a time (its output does not de
 
 
 def methods(saved_models, baselines: bool = True, stream_models=()):
-  """name -> fn(noisy float32, its rate) -> enhanced at that rate."""
-  out = {"noisy": lambda x, rate: x}
+  """name -> fn(noisy float32, its rate) -> enhanced at that rate, and notes on the anchors
+  that are not installed."""
+  out, notes = {"noisy": lambda x, rate: x}, []
   if baselines:
     import noisereduce  # pylint: disable=g-import-not-at-top
     out["noisereduce"] = lambda x, rate: noisereduce.reduce_noise(
         y=x, sr=rate).astype(np.float32)
     out["noisereduce-stationary"] = lambda x, rate: noisereduce.reduce_noise(
         y=x, sr=rate, stationary=True).astype(np.float32)
+    installed, notes = anchors.available()
+    out.update({name: anchor.enhance for name, anchor in installed.items()})
   for name, path in saved_models:
     module = saved_model.load_export(path)
     out[name] = lambda x, rate, m=module: file_denoising.denoise_signal(m, x, rate)
   for name, path in stream_models:
     module = saved_model.load_export(path)
     out[name] = lambda x, rate, m=module: streamed(m, x, rate)
-  return out
+  return out, notes
 
 
 def streamed(module, signal: np.ndarray, rate: int) -> np.ndarray:
@@ -79,11 +85,11 @@ def run(saved_models, work_dir: str, baselines: bool = True, stream_models=()):
   utterances, notes = heldout.speech(work_dir)
   if "recorded" not in heldout.available_noises():
     notes.append(f"no recorded noise ({heldout.INSTALL})")
-  for note in notes:
-    print(f"note: {note}")
   if not utterances:
     raise SystemExit(f"No held-out speech: {heldout.INSTALL}")
-  enhancers = methods(saved_models, baselines, stream_models)
+  enhancers, anchor_notes = methods(saved_models, baselines, stream_models)
+  for note in notes + anchor_notes:
+    print(f"note: {note}")
   rows = []  # (method, Group, scores)
   start = time.monotonic()
   mixes = list(heldout.mixtures(utterances, SNRS_DB))
@@ -147,7 +153,8 @@ def main():
   parser.add_argument("--work_dir", default="/tmp/denoise-heldout",
                       help="Where synthesized held-out utterances are cached.")
   parser.add_argument("--no_baselines", action="store_true",
-                      help="Score only the noisy input and the models (no noisereduce).")
+                      help="Score only the noisy input and the models (no noisereduce, RNNoise "
+                      "or DeepFilterNet3).")
   args = parser.parse_args()
   named = {}
   for flag in ("saved_model", "stream_model"):

@@ -15,6 +15,10 @@ With `--transform_choices`, also the 48 kHz TFLite files of models with
 another window or FFT length (built for the comparison: the choice of the
 shipped transform).
 
+The pretrained denoisers people run (bench.anchors: RNNoise, DeepFilterNet3,
+where installed) streamed frame by frame at 48 kHz in the same run; their
+latency is the lag of their output.
+
 With `--demucs_python`, a Python that has torch and denoiser 0.1.5 (never a
 dependency of this project: `python -m venv demucs && demucs/bin/pip install
 torch==2.13.0 numpy && demucs/bin/pip install --no-deps denoiser==0.1.5`;
@@ -37,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+from bench import anchors  # pylint: disable=g-import-not-at-top
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import audio  # pylint: disable=g-import-not-at-top
 from ops import kept_input  # pylint: disable=g-import-not-at-top
@@ -196,6 +201,27 @@ def latency_rows(seconds: float):
   return rows
 
 
+def anchor_rows(seconds: float):
+  """The installed anchors' rows at 48 kHz, one frame per call (after one untimed frame),
+  and notes on those that are not installed."""
+  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * anchors.RATE))
+            ).astype(np.float32)
+  installed, notes = anchors.available()
+  rows = []
+  for name, anchor in installed.items():
+    process = anchor.new_state()
+    process(signal[:anchors.FRAME])
+    start = time.perf_counter()
+    for first in range(0, len(signal) - anchors.FRAME + 1, anchors.FRAME):
+      process(signal[first:first + anchors.FRAME])
+    took = time.perf_counter() - start
+    rows.append([f"{anchors.RATE}", f"{name} (pretrained, {anchors.FRAME}-sample frames)",
+                 f"{1e3 * anchor.delay / anchors.RATE:.1f}",
+                 f"{1e3 * took * anchors.FRAME / len(signal):.3f}", f"{took / seconds:.4f}",
+                 "-", "-", "-"])
+  return rows, notes
+
+
 def demucs_row(python: str, seconds: float):
   """DemucsStreamer's row, timed by `python` (which has torch and denoiser)."""
   result = subprocess.run([python, "-c", DEMUCS, str(seconds)], capture_output=True,
@@ -241,8 +267,12 @@ def main():
     table = [r for rate in RATES
              for r in rows_at(rate, args.seconds, work_dir, args.model_dir, speech)]
     choices = transform_choices(args.seconds, work_dir) if args.transform_choices else []
+  rows, notes = anchor_rows(args.seconds)
+  table += rows
   if args.demucs_python:
     table.append(demucs_row(args.demucs_python, args.seconds))
+  for note in notes:
+    print(f"note: {note}")
   print(f"{args.seconds:g} s of audio, 1 thread; weights: "
         f"{args.model_dir or 'untrained'} (16 kHz); {timing.machine()}")
   print(timing.table(["rate Hz", "model: how", "latency ms", "ms per hop", "RTF",
