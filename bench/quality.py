@@ -79,11 +79,12 @@ def score(clean, estimate, rate: int):
   return dict(si_sdr=si_sdr, **perceptual.scores(clean, estimate, rate))
 
 
-def run(saved_models, work_dir: str, baselines: bool = True, stream_models=()):
+def run(saved_models, work_dir: str, baselines: bool = True, stream_models=(),
+        split: heldout.Split = heldout.SPLITS["heldout"]):
   if perceptual.missing():
     raise SystemExit(f"bench.quality needs PESQ and STOI: {perceptual.missing()}")
-  utterances, notes = heldout.speech(work_dir)
-  if "recorded" not in heldout.available_noises():
+  utterances, notes = heldout.speech(work_dir, split)
+  if split.alsa and "recorded" not in heldout.available_noises(split):
     notes.append(f"no recorded noise ({heldout.INSTALL})")
   if not utterances:
     raise SystemExit(f"No held-out speech: {heldout.INSTALL}")
@@ -92,7 +93,7 @@ def run(saved_models, work_dir: str, baselines: bool = True, stream_models=()):
     print(f"note: {note}")
   rows = []  # (method, Group, scores)
   start = time.monotonic()
-  mixes = list(heldout.mixtures(utterances, SNRS_DB))
+  mixes = list(heldout.mixtures(utterances, SNRS_DB, split))
   for count, (utterance, kind, snr_db, noisy, clean) in enumerate(mixes, 1):
     group = Group(rate=utterance.rate, noise=kind, snr=snr_db, speech=utterance.source)
     for name, enhance in enhancers.items():
@@ -117,11 +118,12 @@ def means(rows, keep):
   return {name: {m: float(np.nanmean(v)) for m, v in by.items()} for name, by in sums.items()}
 
 
-def print_tables(rows, utterances):
+def print_tables(rows, utterances, split: heldout.Split):
   names = list(dict.fromkeys(r[0] for r in rows))
   sources = collections.Counter(f"{u.source} {u.rate / 1000:g} kHz" for u in utterances)
-  print(f"\nHeld-out set: {len(utterances)} utterances at their own rates ({dict(sources)}), "
-        f"noises {', '.join(heldout.available_noises())}, SNR {SNRS_DB} dB, "
+  print(f"\n{split.name.capitalize()} set: {len(utterances)} utterances at their own rates "
+        f"({dict(sources)}), noises {', '.join(heldout.available_noises(split))}, "
+        f"SNR {SNRS_DB} dB, "
         f"{len(rows) // len(names)} mixtures; {timing.machine()}\n")
   overall = means(rows, lambda g: True)
   print("Average over every noise and SNR (SI-SDR at the file's rate, improvement = SI-SDR "
@@ -152,6 +154,8 @@ def main():
                       "trainer.stream's path (repeatable).")
   parser.add_argument("--work_dir", default="/tmp/denoise-heldout",
                       help="Where synthesized held-out utterances are cached.")
+  parser.add_argument("--set", choices=sorted(heldout.SPLITS), default="heldout",
+                      help="heldout reports; development decides a recipe (input.heldout).")
   parser.add_argument("--no_baselines", action="store_true",
                       help="Score only the noisy input and the models (no noisereduce, RNNoise "
                       "or DeepFilterNet3).")
@@ -164,9 +168,10 @@ def main():
       if not path or not os.path.isdir(path):
         parser.error(f"--{flag}={item}: expected name=<trainer.export directory>.")
       named[flag].append((name, path))
+  split = heldout.SPLITS[args.set]
   rows, utterances = run(named["saved_model"], args.work_dir, not args.no_baselines,
-                         named["stream_model"])
-  print_tables(rows, utterances)
+                         named["stream_model"], split)
+  print_tables(rows, utterances, split)
 
 
 if __name__ == "__main__":

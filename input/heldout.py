@@ -13,6 +13,13 @@ mains hum, babble of held-out voices other than the target's, and alsa's
 recorded Noise.wav. Everything comes from installed packages; nothing is
 downloaded.
 
+A development set (`SPLITS["development"]`) for deciding a recipe without
+looking at the held-out speech: other gcin syllables (none the held-out set
+uses; half of its utterances resampled to 48 kHz, the rate the alsa voice
+brings to the held-out set), other Harvard sentences, other espeak-ng voices,
+other noise draws. The alsa voice and its Noise.wav recording stay held out,
+so the development set has no recorded noise.
+
 Install the voices: apt-get install alsa-utils gcin-voice festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
 """
 
@@ -47,10 +54,44 @@ SENTENCES = (
     "The box was thrown beside the parked truck.",
     "Four hours of steady work faced us.",
 )
+DEVELOPMENT_SENTENCES = (
+    "The boy was there when the sun rose.",
+    "A rod is used to catch pink salmon.",
+    "The source of the huge river is the clear spring.",
+    "Kick the ball straight and follow through.",
+    "Help the woman get back to her feet.",
+)
 FESTIVAL_VOICES = {"festival-kal": "voice_kal_diphone",
                    "festival-slt": "voice_cmu_us_slt_arctic_hts"}
 ESPEAK_VOICES = {"espeak-m": "en-us", "espeak-f": "en-us+f3", "espeak-gb": "en-gb+m3",
                  "espeak-f2": "en+f4"}
+DEVELOPMENT_ESPEAK_VOICES = {"espeak-sc": "en-gb-scotland", "espeak-f5": "en-us+f5",
+                             "espeak-nyc": "en-us-nyc+m2", "espeak-rp": "en-gb-x-rp+f2"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+  """Which speech and noise draws a set is made of."""
+  name: str
+  alsa: bool  # the real 48 kHz voice and its recorded noise
+  festival_sentences: Tuple[str, ...]
+  espeak_voices: Dict[str, str]
+  espeak_sentences: Tuple[str, ...]
+  gcin_seed: int
+  gcin_48k: bool  # every other gcin utterance resampled to 48 kHz
+  noise_seed: int
+
+
+SPLITS = {
+    "heldout": Split("heldout", alsa=True, festival_sentences=SENTENCES[:3],
+                     espeak_voices=ESPEAK_VOICES, espeak_sentences=SENTENCES[3:5],
+                     gcin_seed=0, gcin_48k=False, noise_seed=0),
+    "development": Split("development", alsa=False,
+                         festival_sentences=DEVELOPMENT_SENTENCES[:3],
+                         espeak_voices=DEVELOPMENT_ESPEAK_VOICES,
+                         espeak_sentences=DEVELOPMENT_SENTENCES[3:],
+                         gcin_seed=1, gcin_48k=True, noise_seed=1),
+}
 INSTALL = ("apt-get install alsa-utils gcin-voice festival festvox-kallpc16k "
            "festvox-us-slt-hts espeak-ng")
 NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
@@ -64,20 +105,24 @@ class Utterance:
   rate: int  # the rate it was recorded or synthesized at
 
 
-def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
-  """Held-out utterances at their own rates, and notes on sources that are not installed."""
+def speech(work_dir: str, split: Split = SPLITS["heldout"]
+           ) -> Tuple[List[Utterance], List[str]]:
+  """The utterances of `split` at their own rates, and notes on sources that are not
+  installed."""
   utterances, notes = [], []
-  real = sorted(f for f in glob.glob(os.path.join(ALSA_DIR, "*.wav"))
-                if not f.endswith("Noise.wav"))
-  if not real:
-    notes.append(f"no real recordings in {ALSA_DIR} ({INSTALL})")
-  for path in real:
-    utterances.append(Utterance("real", "alsa", *_load(path, low_cut_hz=LOW_CUT_HZ)))
+  if split.alsa:
+    real = sorted(f for f in glob.glob(os.path.join(ALSA_DIR, "*.wav"))
+                  if not f.endswith("Noise.wav"))
+    if not real:
+      notes.append(f"no real recordings in {ALSA_DIR} ({INSTALL})")
+    for path in real:
+      utterances.append(Utterance("real", "alsa", *_load(path, low_cut_hz=LOW_CUT_HZ)))
+  work_dir = os.path.join(work_dir, split.name) if split.name != "heldout" else work_dir
   os.makedirs(work_dir, exist_ok=True)
-  utterances += _syllable_strings(work_dir, notes)
-  for voice, command in _synthesizers(notes).items():
-    for index, sentence in enumerate(SENTENCES[:3] if voice.startswith("festival") else
-                                     SENTENCES[3:5]):
+  utterances += _syllable_strings(work_dir, split, notes)
+  for voice, command in _synthesizers(split, notes).items():
+    for index, sentence in enumerate(split.festival_sentences if voice.startswith(
+        "festival") else split.espeak_sentences):
       path = os.path.join(work_dir, f"{voice}-{index}.wav")
       if not os.path.exists(path):
         subprocess.run(command(sentence, path + ".tmp.wav"), check=True,
@@ -88,30 +133,47 @@ def speech(work_dir: str) -> Tuple[List[Utterance], List[str]]:
   return utterances, notes
 
 
-def _syllable_strings(work_dir: str, notes: List[str]) -> List[Utterance]:
-  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed 0) and joined into each of
-  GCIN_UTTERANCES utterances, at the recordings' 44.1 kHz. Each recording's DC offset is
-  removed first: some sit at -0.045 with an RMS of 0.05, an offset that is not speech but
-  that SI-SDR would score as the part of the reference a denoiser must keep."""
+def _syllable_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utterance]:
+  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed `split.gcin_seed`, never
+  one the held-out set draws unless this is it) and joined into each of GCIN_UTTERANCES
+  utterances, at the recordings' 44.1 kHz (or 48 kHz, `split.gcin_48k`). Each recording's
+  DC offset is removed first: some sit at -0.045 with an RMS of 0.05, an offset that is not
+  speech but that SI-SDR would score as the part of the reference a denoiser must keep."""
   syllables = sorted(glob.glob(os.path.join(GCIN_DIR, "*", "*.ogg")))
   if not syllables:
     notes.append(f"no gcin-voice recordings in {GCIN_DIR} ({INSTALL})")
     return []
-  rng = np.random.default_rng(0)
   utterances = []
-  for index in range(GCIN_UTTERANCES):
-    chosen = [syllables[i] for i in rng.choice(len(syllables), GCIN_SYLLABLES, replace=False)]
+  for index, chosen in enumerate(syllable_draws(syllables, split)):
     path = os.path.join(work_dir, f"gcin-{index}.wav")
     if not os.path.exists(path):
       pieces = [audio.read_file(syllable) for syllable in chosen]
       joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
       wavfile.write(path + ".tmp.wav", pieces[0][1], audio.to_int16(joined)[0])
       os.replace(path + ".tmp.wav", path)
-    utterances.append(Utterance("real", "gcin", *_load(path, low_cut_hz=LOW_CUT_HZ)))
+    samples, rate = _load(path, low_cut_hz=LOW_CUT_HZ)
+    if split.gcin_48k and index % 2:
+      samples, rate = audio.resample(samples, rate, 48000, name=path), 48000
+    utterances.append(Utterance("real", "gcin", samples, rate))
   return utterances
 
 
-def _synthesizers(notes: List[str]) -> Dict[str, callable]:
+def syllable_draws(syllables: List[str], split: Split) -> List[List[str]]:
+  """GCIN_UTTERANCES draws of GCIN_SYLLABLES of `syllables` each (seed `split.gcin_seed`);
+  another split than the held-out one draws from the syllables the held-out set does not."""
+  def draws(pool, seed):
+    rng = np.random.default_rng(seed)
+    return [[pool[i] for i in rng.choice(len(pool), GCIN_SYLLABLES, replace=False)]
+            for _ in range(GCIN_UTTERANCES)]
+
+  held_out = draws(syllables, SPLITS["heldout"].gcin_seed)
+  if split.name == "heldout":
+    return held_out
+  used = {syllable for draw in held_out for syllable in draw}
+  return draws([s for s in syllables if s not in used], split.gcin_seed)
+
+
+def _synthesizers(split: Split, notes: List[str]) -> Dict[str, callable]:
   commands = {}
   if shutil.which("text2wave"):
     for voice, scheme in FESTIVAL_VOICES.items():
@@ -120,7 +182,7 @@ def _synthesizers(notes: List[str]) -> Dict[str, callable]:
   else:
     notes.append(f"festival not installed ({INSTALL})")
   if shutil.which("espeak-ng"):
-    for voice, name in ESPEAK_VOICES.items():
+    for voice, name in split.espeak_voices.items():
       commands[voice] = lambda text, path, v=name: ["espeak-ng", "-v", v, "-w", path, text]
   else:
     notes.append(f"espeak-ng not installed ({INSTALL})")
@@ -191,24 +253,25 @@ def _unit_rms(x):
   return x / (np.sqrt(np.mean(np.square(x))) + 1e-12)
 
 
-def available_noises() -> Tuple[str, ...]:
-  """NOISES, less the recorded one when alsa-utils is not installed."""
-  if os.path.exists(os.path.join(ALSA_DIR, "Noise.wav")):
+def available_noises(split: Split = SPLITS["heldout"]) -> Tuple[str, ...]:
+  """NOISES, less the recorded one when alsa-utils is not installed or `split` has no alsa."""
+  if split.alsa and os.path.exists(os.path.join(ALSA_DIR, "Noise.wav")):
     return NOISES
   return tuple(n for n in NOISES if n != "recorded")
 
 
-def mixtures(utterances: List[Utterance], snrs_db, seed: int = 0):
+def mixtures(utterances: List[Utterance], snrs_db, split: Split = SPLITS["heldout"]):
   """Yields `(utterance, noise kind, snr_db, noisy, clean)` for every utterance x available
   noise x SNR, at the utterance's rate (babble of the other voices resampled to it; noisy
-  and clean scaled together so that noisy peaks below 0.99)."""
-  rng = np.random.default_rng(seed)
+  and clean scaled together so that noisy peaks below 0.99), noise drawn with
+  `split.noise_seed`."""
+  rng = np.random.default_rng(split.noise_seed)
   for utterance in utterances:
     rate = utterance.rate
     others = [audio.resample(u.signal, u.rate, rate, name=u.voice)
               for u in utterances if u.voice != utterance.voice]
     clean = utterance.signal.astype(np.float64)
-    for kind in available_noises():
+    for kind in available_noises(split):
       for snr_db in snrs_db:
         noisy = clean + noise(kind, rng, len(clean), rate, others) * np.sqrt(
             np.mean(clean**2)) / 10 ** (snr_db / 20)

@@ -1,4 +1,4 @@
-"""Tests for input.heldout: the held-out noises have their textbook slopes and the mixtures their SNRs."""
+"""Tests for input.heldout: the held-out noises have their textbook slopes, the mixtures their SNRs, and the development set shares no speech with the held-out one."""
 
 import os
 
@@ -76,6 +76,37 @@ class HeldoutTest(tf.test.TestCase):
       if kind == "babble":  # the other voice's 200 Hz tone, resampled to this rate
         power = np.abs(np.fft.rfft(noisy.astype(np.float64) - clean)) ** 2
         self.assertGreater(power[200] / power.sum(), 0.99)
+
+  def test_the_development_set_shares_no_speech_with_the_held_out_set(self):
+    development, held_out = heldout.SPLITS["development"], heldout.SPLITS["heldout"]
+    syllables = [f"s{i:04d}/x.ogg" for i in range(1200)]
+    used = {s for draw in heldout.syllable_draws(syllables, held_out) for s in draw}
+    drawn = [s for draw in heldout.syllable_draws(syllables, development) for s in draw]
+    self.assertLen(drawn, heldout.GCIN_UTTERANCES * heldout.GCIN_SYLLABLES)
+    self.assertEmpty(used.intersection(drawn))
+    self.assertEmpty(set(development.festival_sentences + development.espeak_sentences)
+                     & set(held_out.festival_sentences + held_out.espeak_sentences))
+    self.assertEmpty(set(development.espeak_voices.values())
+                     & set(held_out.espeak_voices.values()))
+    self.assertFalse(development.alsa)  # the real 48 kHz voice and its recording
+    self.assertNotIn("recorded", heldout.available_noises(development))
+
+  def test_the_held_out_draws_are_the_ones_it_always_had(self):
+    # seed 0, one generator across the utterances: the held-out set may not move
+    syllables = [f"s{i:04d}" for i in range(1200)]
+    rng = np.random.default_rng(0)
+    expected = [[syllables[i] for i in rng.choice(1200, heldout.GCIN_SYLLABLES,
+                                                  replace=False)]
+                for _ in range(heldout.GCIN_UTTERANCES)]
+    self.assertEqual(heldout.syllable_draws(syllables, heldout.SPLITS["heldout"]), expected)
+
+  def test_the_development_noise_is_another_draw(self):
+    utterances = [heldout.Utterance("real", "a", (0.3 * np.sin(2 * np.pi * 200.0 * np.arange(
+        RATE) / RATE)).astype(np.float32), RATE)]
+    first = {name: [noisy for _, kind, _, noisy, _ in heldout.mixtures(
+        utterances, (5,), split) if kind == "white"][0]
+             for name, split in heldout.SPLITS.items()}
+    self.assertGreater(np.abs(first["heldout"] - first["development"]).max(), 0.1)
 
 
 if __name__ == "__main__":
