@@ -1,4 +1,4 @@
-"""What a user does first, through the command-line tools, on whichever TensorFlow this environment has: a tiny causal run, its SavedModel and TFLite exports, a 24-bit FLAC at 44.1 kHz prepared and denoised, and a WAV piped through the stream."""
+"""What a user does first, through the command-line tools, on whichever TensorFlow this environment has: a tiny causal run, its SavedModel and TFLite exports, a 24-bit FLAC at 44.1 kHz prepared and denoised, and a WAV piped through the stream and through the packaged streaming model."""
 
 import os
 import subprocess
@@ -65,3 +65,9 @@ class FirstUseTest(tf.test.TestCase):
       f.write(streamed.stdout)
     self.assertEqual(soundfile.info(out).samplerate, rate)
     self.assertEqual(len(streamed.stdout) - 44, 2 * len(signal))  # header + 16-bit samples
+
+    # no --saved_model: the streaming model that ships in the package
+    packaged = os.path.join(root, "packaged.wav")
+    self.run_tool("trainer.stream", f"--input={enhanced}", f"--output={packaged}")
+    self.assertEqual(wavfile.read(packaged)[0], rate)
+    self.assertLen(wavfile.read(packaged)[1], len(signal))

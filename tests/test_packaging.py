@@ -1,4 +1,4 @@
-"""Tests for setup.cfg: every package is installed, and a non-editable install finds its flagfiles from any directory."""
+"""Tests for setup.cfg: every package is installed, and a non-editable install finds its flagfiles and its trained default model from any directory."""
 
 import configparser
 import importlib.util
@@ -8,8 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from scipy.io import wavfile
 import tensorflow as tf
 
+from input import audio
+from input import synthetic
 from tests import helpers
 
 TOP_LEVEL = ("common", "ops", "input", "trainer")
@@ -45,6 +48,9 @@ class PackagingTest(tf.test.TestCase):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *here,
                     f"--target={target}", source], check=True, capture_output=True, timeout=600)
     self.assertTrue(os.path.isfile(os.path.join(target, "trainer", "flags", "cpu.flags")))
+    for name in ("default", "streaming"):
+      self.assertTrue(os.path.isfile(os.path.join(target, "trainer", "pretrained", name,
+                                                  "variables", "variables.index")), name)
     shutil.rmtree(source)  # nothing may come from the source tree
     elsewhere = self.create_tempdir().full_path
     installed = helpers.env(PYTHONPATH=target)  # before the suite's editable install
@@ -61,3 +67,12 @@ class PackagingTest(tf.test.TestCase):
         cwd=elsewhere, timeout=600, env=installed)
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
     self.assertIn("trainer.main: diagnosed", result.stdout)
+    # the packaged default enhances a file without --saved_model
+    noisy = synthetic.example(seed=5, index=0, num_samples=22050, sample_rate=22050)[0]
+    wavfile.write(os.path.join(elsewhere, "noisy.wav"), 22050, audio.to_int16(noisy)[0])
+    result = helpers.run_module("trainer.denoise", "--input=noisy.wav",
+                                "--output=enhanced.wav", cwd=elsewhere, timeout=600,
+                                env=installed)
+    self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    rate, enhanced = wavfile.read(os.path.join(elsewhere, "enhanced.wav"))
+    self.assertEqual((rate, len(enhanced)), (22050, 22050))

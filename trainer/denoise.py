@@ -1,6 +1,6 @@
-"""The denoise command: an audio file of any length and sample rate through an exported SavedModel (the work is trainer.serving.file_denoising's).
+"""The denoise command: an audio file of any length and sample rate through an exported SavedModel, the packaged default unless --saved_model names another (the work is trainer.serving.file_denoising's).
 
-Run: python -m trainer.denoise --saved_model=exported/cpu --input=noisy.wav --output=enhanced.wav
+Run: python -m trainer.denoise --input=noisy.wav --output=enhanced.wav [--saved_model=exported/cpu]
 """
 
 from absl import app
@@ -8,6 +8,7 @@ from absl import flags
 
 from common import cli
 from trainer.serving import file_denoising
+from trainer.serving import packaged
 
 FLAGS = flags.FLAGS
 
@@ -16,14 +17,16 @@ def main(argv):
   del argv
   with cli.one_line_errors("trainer.denoise"), cli.stop_on_signals():
     samples = file_denoising.denoise_file(
-        FLAGS.saved_model, FLAGS.input, FLAGS.output, chunk_seconds=FLAGS.chunk_seconds,
-        overlap_seconds=FLAGS.overlap_seconds, overwrite=FLAGS.overwrite,
-        keep_input=FLAGS.keep_input, keep_presence=FLAGS.keep_presence)
+        FLAGS.saved_model or packaged.path(packaged.DEFAULT), FLAGS.input, FLAGS.output,
+        chunk_seconds=FLAGS.chunk_seconds, overlap_seconds=FLAGS.overlap_seconds,
+        overwrite=FLAGS.overwrite, keep_input=FLAGS.keep_input,
+        keep_presence=FLAGS.keep_presence)
   print(f"Wrote {FLAGS.output} ({samples} samples)")
 
 
 if __name__ == "__main__":
-  flags.DEFINE_string("saved_model", None, "A directory written by trainer.export.")
+  flags.DEFINE_string("saved_model", None, "A directory written by trainer.export. Default: "
+                      "the trained default model that ships in the package (docs/pretrained.md).")
   flags.DEFINE_string("input", None, "Noisy audio file (WAV or FLAC, any rate).")
   flags.DEFINE_string("output", None, "Enhanced 16-bit WAV to write (not the input).")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
@@ -38,5 +41,5 @@ if __name__ == "__main__":
                      "(3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where consonants live (0.5: "
                      "about -6 dB at most); equal to --keep_input, one share everywhere. "
                      "Default: the export's (trainer.export --keep_presence).")
-  flags.mark_flags_as_required(["saved_model", "input", "output"])
+  flags.mark_flags_as_required(["input", "output"])
   app.run(main, flags_parser=cli.parse_flags)

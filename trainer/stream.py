@@ -1,7 +1,7 @@
-"""The stream command: enhances audio as it arrives with an export of a causal model, from a file or stdin to a file or stdout.
+"""The stream command: enhances audio as it arrives with an export of a causal model (the packaged streaming model unless --saved_model names another), from a file or stdin to a file or stdout.
 
 Run:
-  arecord -f S16_LE -c 1 -r 16000 | python -m trainer.stream --saved_model=exported/causal | aplay
+  arecord -f S16_LE -c 1 -r 48000 | python -m trainer.stream | aplay
   python -m trainer.stream --saved_model=exported/causal --input=noisy.wav --output=out.wav
 
 Input: a mono 16-bit WAV, or raw 16-bit PCM with --raw_rate. Output: the same
@@ -21,6 +21,7 @@ from common import cli
 from common import files
 from input import wav
 from trainer.serving import file_denoising
+from trainer.serving import packaged
 from trainer.serving import pipe
 from trainer.serving import saved_model as saved_model_lib
 from trainer.serving import streamer
@@ -74,14 +75,15 @@ def run(loaded, source, sink, *, raw_rate: int = 0, raw_output: bool = False,
 def main(argv):
   del argv
   with cli.one_line_errors("trainer.stream"), cli.stop_on_signals():
+    saved_model = FLAGS.saved_model or packaged.path(packaged.STREAMING)
     if FLAGS.output != "-":
-      file_denoising.check_output(FLAGS.input, FLAGS.output, saved_model=FLAGS.saved_model,
+      file_denoising.check_output(FLAGS.input, FLAGS.output, saved_model=saved_model,
                                   overwrite=FLAGS.overwrite, wav_output=not FLAGS.raw_output)
     for name, stream, flag in (("stdin", sys.stdin, "input"), ("stdout", sys.stdout, "output")):
       if getattr(FLAGS, flag) == "-" and stream is None:  # the shell closed it (<&-, >&-)
         raise ValueError(f"{name} is closed: pass --{flag}=FILE, or give the command a "
                          f"{name}.")
-    loaded = saved_model_lib.load_export(FLAGS.saved_model)  # before any output is opened
+    loaded = saved_model_lib.load_export(saved_model)  # before any output is opened
     source = sys.stdin.buffer if FLAGS.input == "-" else open(FLAGS.input, "rb")
     name = "stdin" if FLAGS.input == "-" else FLAGS.input
     to_file = FLAGS.output != "-"
@@ -118,7 +120,8 @@ def latency(through: pipe.Pipe) -> str:
 
 if __name__ == "__main__":
   flags.DEFINE_string("saved_model", None, "An export of a causal model "
-                      "(trainer.main --causal, then trainer.export).")
+                      "(trainer.main --causal, then trainer.export). Default: the trained "
+                      "streaming model that ships in the package (docs/pretrained.md).")
   flags.DEFINE_string("input", "-", "A mono 16-bit WAV or raw PCM file; - reads stdin.")
   flags.DEFINE_bool("extend_band", True, "Above a lower-rate model's band (a 16 kHz model, "
                     "a 48 kHz stream), keep the input's band where speech is expected there, "
@@ -135,5 +138,4 @@ if __name__ == "__main__":
                        "this rate (0: the input is a WAV).")
   flags.DEFINE_bool("raw_output", False, "Write raw 16-bit PCM instead of a WAV.")
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
-  flags.mark_flags_as_required(["saved_model"])
   app.run(main, flags_parser=cli.parse_flags)
