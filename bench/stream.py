@@ -26,12 +26,14 @@ torchaudio is not needed), also times denoiser's causal Demucs (H=48, random
 weights) through its `DemucsStreamer`, one stride per call, in the same run.
   python -m bench.stream [--seconds 10] [--model_dir runs/streaming --speech x.wav]
       [--demucs_python /path/to/venv/bin/python] [--transform_choices]
-  python -m bench.stream --latency   # trainer.stream's settings end to end, alone
+  python -m bench.stream --latency [--saved_model=name=dir ...]   # end to end, alone
 """
 
 import argparse
 import os
+import select
 import subprocess
+import sys
 import tempfile
 import time
 from unittest import mock
@@ -53,6 +55,7 @@ from trainer.serving import streamer as streamer_lib  # pylint: disable=g-import
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
 
 RATES = (16000, 48000)
+CLICK_QUIET_SECONDS = 0.3  # click_rows: the stream has answered a block once this passes
 GPU_UNET = dict(hidden=48, depth=5, kernel_size=8, stride=4, attention_heads=8)  # a100.flags
 # Run by --demucs_python: denoiser's causal Demucs streamed one stride per call; prints RTF.
 DEMUCS = """
@@ -174,30 +177,37 @@ def transform_choices(seconds: float, work_dir: str):
 
 def latency_rows(seconds: float):
   """A 48 kHz stream through the 16 kHz streaming model (default causal shape, untrained),
-  each resampling quality with and without the band extension, in 10 ms blocks as
-  trainer.stream reads: the latency measured end to end, the real-time factor, and how far
-  the output moves from VHQ's with the same band setting, as an SNR."""
+  each resampling quality with and without the band extension, then through the same shape
+  at 48 kHz (nothing resampled), in 10 ms blocks as trainer.stream reads: the latency
+  measured end to end, the real-time factor, and how far the output moves from VHQ's with
+  the same band setting, as an SNR."""
   rate, block = 48000, 480
-  model = mask.MaskDenoiser(sample_rate=16000, causal=True)
   signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
       np.float32)
+
+  def measured(model, **settings):
+    new_pipe = lambda: pipe.Pipe(streamer_lib.Streamer.for_model(model), rate=rate,
+                                 model_rate=model.sample_rate, keep_input=kept_input.KEEP,
+                                 **settings)
+    latency = pipe.measure_latency(new_pipe, block)
+    through, start = new_pipe(), time.perf_counter()
+    out = np.concatenate([through.feed(signal[i:i + block])
+                          for i in range(0, len(signal), block)] + [through.flush()])
+    return latency, (time.perf_counter() - start) / seconds, out.astype(np.float64)
+
+  model = mask.MaskDenoiser(sample_rate=16000, causal=True)
   outputs, rows = {}, []
   for quality in pipe.QUALITIES:
     for extend_band in (True, False):
-      new_pipe = lambda: pipe.Pipe(  # pylint: disable=g-long-lambda,cell-var-from-loop
-          streamer_lib.Streamer.for_model(model), rate=rate, model_rate=16000,
-          keep_input=kept_input.KEEP, extend_band=extend_band, quality=quality)
-      latency = pipe.measure_latency(new_pipe, block)
-      through, start = new_pipe(), time.perf_counter()
-      out = np.concatenate([through.feed(signal[i:i + block])
-                            for i in range(0, len(signal), block)] + [through.flush()])
-      took = time.perf_counter() - start
-      outputs[quality, extend_band] = out.astype(np.float64)
-      reference = outputs["VHQ", extend_band]
+      latency, rtf, outputs[quality, extend_band] = measured(
+          model, extend_band=extend_band, quality=quality)
+      reference, out = outputs["VHQ", extend_band], outputs[quality, extend_band]
       error = np.sum((reference - out) ** 2)
       snr = "-" if quality == "VHQ" else f"{10 * np.log10(np.sum(reference ** 2) / error):.1f}"
-      rows.append([quality, "on" if extend_band else "off", f"{1e3 * latency:.1f}",
-                   f"{took / seconds:.4f}", snr])
+      rows.append(["16 kHz", quality, "on" if extend_band else "off", f"{1e3 * latency:.1f}",
+                   f"{rtf:.4f}", snr])
+  latency, rtf, _ = measured(mask.MaskDenoiser(sample_rate=rate, causal=True))
+  rows.append(["48 kHz", "none", "-", f"{1e3 * latency:.1f}", f"{rtf:.4f}", "-"])
   return rows
 
 
@@ -220,6 +230,42 @@ def anchor_rows(seconds: float):
                  f"{1e3 * took * anchors.FRAME / len(signal):.3f}", f"{took / seconds:.4f}",
                  "-", "-", "-"])
   return rows, notes
+
+
+def click_rows(saved_models):
+  """Each export's latency at 48 kHz measured live through the CLI: 1 s of raw 48 kHz PCM
+  with a click at 0.5 s piped into `python -m trainer.stream` in 10 ms blocks, the output
+  read after each block until none comes for CLICK_QUIET_SECONDS. The click (carried by
+  the share of the input the export keeps) comes out only once this much more input went
+  in; beside it, the input it held back at the end, and the latency the command printed."""
+  rate, block, at = 48000, 480, 24000
+  click = np.zeros(rate, np.int16)
+  click[at] = 16384
+  rows = []
+  for name, path in saved_models:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trainer.stream", f"--saved_model={path}",
+         f"--raw_rate={rate}", "--raw_output"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, fed, click_after = b"", 0, None
+    for first in range(0, len(click), block):
+      process.stdin.write(click[first:first + block].tobytes())
+      process.stdin.flush()
+      fed += block
+      while select.select([process.stdout], [], [], CLICK_QUIET_SECONDS)[0]:
+        out += os.read(process.stdout.fileno(), 1 << 16)
+      samples = np.frombuffer(out[:len(out) // 2 * 2], np.int16)
+      if click_after is None and len(samples) > at and abs(int(samples[at])) > 1000:
+        click_after = fed - at
+    held = fed - len(out) // 2
+    process.stdin.close()
+    stderr = process.stderr.read().decode()
+    if process.wait():
+      raise SystemExit(f"trainer.stream --saved_model={path}: {stderr[-2000:]}")
+    printed = stderr.strip().splitlines()[-1].split("latency ")[1].split(";")[0]
+    rows.append([name, "-" if click_after is None else f"{1e3 * click_after / rate:.1f}",
+                 f"{1e3 * held / rate:.1f}", printed])
+  return rows
 
 
 def demucs_row(python: str, seconds: float):
@@ -253,14 +299,23 @@ def main():
                       help="Also time the 48 kHz TFLite transforms a model could use.")
   parser.add_argument("--latency", action="store_true",
                       help="Only the end-to-end latency of trainer.stream's settings.")
+  parser.add_argument("--saved_model", action="append", default=[],
+                      help="--latency: name=dir of an export whose latency at 48 kHz is "
+                      "measured with a click through trainer.stream (repeatable).")
   args = parser.parse_args()
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   if args.latency:
-    print(f"48 kHz through the 16 kHz streaming model, {args.seconds:g} s in 10 ms blocks, "
-          f"1 thread; {timing.machine()}")
-    print(timing.table(["resampling", "band extension", "latency ms", "RTF",
+    print(f"48 kHz through the streaming model's shape at 16 and 48 kHz, {args.seconds:g} s "
+          f"in 10 ms blocks, 1 thread (TF step); {timing.machine()}")
+    print(timing.table(["model", "resampling", "band extension", "latency ms", "RTF",
                         "SNR vs VHQ dB"], latency_rows(args.seconds)))
+    if args.saved_model:
+      rows = click_rows([item.partition("=")[::2] for item in args.saved_model])
+      print("\nA click in 48 kHz audio piped live through python -m trainer.stream, 10 ms "
+            "blocks:")
+      print(timing.table(["export", "input after the click before it came out, ms",
+                          "input held back, ms", "latency trainer.stream printed"], rows))
     return
   speech = noisy_speech(args.speech) if args.speech else None
   with tempfile.TemporaryDirectory() as work_dir:
