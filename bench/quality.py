@@ -39,6 +39,7 @@ from trainer.serving import saved_model  # pylint: disable=g-import-not-at-top
 from trainer.serving import streamer  # pylint: disable=g-import-not-at-top
 
 SNRS_DB = (0, 5, 10)
+GAP_TO = "DeepFilterNet3"  # the strongest anchor: each model's gap to it is printed
 STREAM_BLOCK = 4096  # samples fed to a stream at a time (its output does not depend on it)
 
 
@@ -143,6 +144,25 @@ def print_tables(rows, utterances, split: heldout.Split):
       table_rows.append([value] + [f"{by[n]['si_sdr'] - noisy:+.2f} / {by[n]['pesq']:.2f} / "
                                    f"{by[n]['stoi']:.3f}" for n in names])
     print(timing.table([title] + names, table_rows))
+  if GAP_TO in names:
+    print_gap(rows, [n for n in names if n not in ("noisy", GAP_TO)
+                     and not n.startswith("noisereduce")])
+
+
+def print_gap(rows, names):
+  """Each of `names` minus GAP_TO, by metric, over everything, by rate and by noise."""
+  print(f"\nGap to {GAP_TO} (method minus {GAP_TO}): SI-SDR dB / PESQ-WB / STOI\n")
+  groups = [("all", lambda g: True)]
+  for field in ("rate", "noise"):
+    groups += [(f"{field} {v}", lambda g, f=field, v=v: getattr(g, f) == v)
+               for v in sorted({getattr(r[1], field) for r in rows}, key=str)]
+  table_rows = []
+  for label, keep in groups:
+    by = means(rows, keep)
+    table_rows.append([label] + [" / ".join(
+        f"{by[n][m] - by[GAP_TO][m]:+.{digits}f}"
+        for m, digits in (("si_sdr", 2), ("pesq", 2), ("stoi", 3))) for n in names])
+  print(timing.table(["set"] + names, table_rows))
 
 
 def main():
