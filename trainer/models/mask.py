@@ -72,12 +72,15 @@ class MaskDenoiser(tf.Module):
       seconds (the frames so far until then), so it follows the audio however long a
       stream runs; 0: over everything so far (the first causal models). No longer than
       the training crop, so a stream's level is one of the kind the model was trained on.
+    fft_length: the STFT's length, at least the window (zero-padded to it); 0: the
+      smallest 2^a 3^b 5^c that holds the window. A power of two lets the TFLite step use
+      the RFFT2D op (at 48 kHz, 2048 instead of 1536 streams about 4x faster).
     seed: initialisation seed.
   """
 
   def __init__(self, *, sample_rate: int, hidden: int = 128, depth: int = 6,
                kernel_size: int = 3, causal: bool = False, level: str = "power",
-               level_seconds: float = LEVEL_SECONDS, seed: int = 0,
+               level_seconds: float = LEVEL_SECONDS, fft_length: int = 0, seed: int = 0,
                name: str = "mask_denoiser"):
     super().__init__(name=name)
     for argument, value in (("hidden", hidden), ("depth", depth),
@@ -86,7 +89,12 @@ class MaskDenoiser(tf.Module):
     self.sample_rate = sample_rate
     self.window = max(16, int(round(WINDOW_SECONDS * sample_rate)))
     self.hop = max(4, int(round(HOP_SECONDS * sample_rate)))
-    self.fft_length = spectral.fft_length(self.window)
+    checks.at_least("fft_length", fft_length, 0)
+    if 0 < fft_length < self.window:
+      raise checks.ArgumentError("fft_length", fft_length, f"is shorter than the window "
+                                 f"({self.window} samples at {sample_rate} Hz): use at least "
+                                 f"that, or 0 for the default.")
+    self.fft_length = fft_length or spectral.fft_length(self.window)
     self.causal = causal
     self.level = checks.one_of("level", level, LEVELS)
     checks.at_least("level_seconds", level_seconds, 0)

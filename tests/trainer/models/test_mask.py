@@ -94,6 +94,18 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
       mask.MaskDenoiser(sample_rate=RATE, depth=0)
     with self.assertRaisesRegex(ValueError, "level=db must be one of power, log"):
       mask.MaskDenoiser(sample_rate=RATE, level="db")
+    with self.assertRaisesRegex(ValueError, r"fft_length=200 is shorter than the window \(256 "
+                                "samples at 8000 Hz\)"):
+      mask.MaskDenoiser(sample_rate=8000, fft_length=200)
+
+  def test_a_longer_fft_zero_pads_the_window_and_still_reconstructs(self):
+    model = mask.MaskDenoiser(sample_rate=8000, hidden=8, depth=2, fft_length=512)
+    self.assertEqual((model.window, model.fft_length), (256, 512))
+    self.assertEqual(model.tflite_transform, "rfft")  # a power of two: TFLite's RFFT2D
+    self.assertEqual(mask.MaskDenoiser(sample_rate=48000, hidden=8, depth=2).tflite_transform,
+                     "matmul")  # 1536 by default
+    x = tf.random.normal([2, 3001])
+    self.assertAllClose(open_mask(model)(x), x, atol=1e-5)
 
 
   def test_a_mask_model_keeps_its_share_as_a_floor_on_its_gain(self):

@@ -94,7 +94,8 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
         sample_rate=16000, seed=0).arguments
     self.assertEqual(parsed.configs().model.architecture, "mask")
     self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False,
-                                       level="power", level_seconds=1.0))
+                                       level="power", level_seconds=1.0, fft_length=0))
+    self.assertEqual(arguments("--fft_length=2048")["fft_length"], 2048)
     self.assertEqual(arguments("--level=log")["level"], "log")
     self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused
                      dict(hidden=16, depth=3, kernel_size=8, stride=4, growth=2,

@@ -84,11 +84,14 @@ class TfliteTest(tf.test.TestCase, parameterized.TestCase):
                             kept_input.PRESENCE_KEEP)[0]
     self.assertAllClose(documented, offline, atol=1e-5, rtol=0)
 
-  @parameterized.parameters(("mask", 16000), ("mask", 48000), ("unet", 16000),
-                            ("unet", 48000))
-  def test_builtin_ops_only_and_the_stream_equals_the_model(self, architecture, rate):
-    if architecture == "mask":
-      model = card_lib.ModelCard.from_json(dict(description(), sample_rate=rate)).build()
+  @parameterized.parameters(("mask", 16000), ("mask", 48000), ("mask", 48000, 2048),
+                            ("unet", 16000), ("unet", 48000))
+  def test_builtin_ops_only_and_the_stream_equals_the_model(self, architecture, rate,
+                                                            fft_length=0):
+    if architecture == "mask":  # 2048 at 48 kHz: the 1536-sample window zero-padded, RFFT2D
+      card = description()
+      card["model"]["fft_length"] = fft_length
+      model = card_lib.ModelCard.from_json(dict(card, sample_rate=rate)).build()
     else:  # its windows slide within the clip
       model = unet.UNet(sample_rate=rate, hidden=8, depth=3, attention_heads=2, causal=True,
                         level_seconds=0.05, attention_seconds=0.1, seed=4)

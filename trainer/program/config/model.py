@@ -47,6 +47,10 @@ class ModelConfig:
       None, "unet, causal: the bottleneck attention sees the latest this many seconds, with "
       "a penalty growing with distance instead of absolute positions, so a stream's state "
       "is bounded (0: every frame so far; default 1; no longer than --crop_seconds).")
+  fft_length: Optional[int] = flag(
+      None, "mask: the STFT's length, at least its 32 ms window (default: the smallest "
+      "2^a 3^b 5^c that holds it). A power of two lets the TFLite stream step use RFFT2D: "
+      "at 48 kHz 2048 streams about 4x faster than 1536 (BENCHMARKS.md).")
   stride: Optional[int] = flag(None, f"unet: conv stride (time downsampling per layer; "
                                f"default {_UNET['stride']}).")
   growth: Optional[int] = flag(None, f"unet: channel growth per layer (default "
