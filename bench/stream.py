@@ -1,13 +1,14 @@
 """Benchmark: real time on one CPU thread - algorithmic latency, time per hop, real-time factor, file and state size of the streaming model, beside whole-clip models and denoiser's DemucsStreamer.
 
-The streaming flagfile's model (the default mask model, causal) and the GPU
+The causal mask model (the streaming flagfile's at 48 kHz, its FFT 2048; the
+same at 16 kHz, FFT 512) and the GPU
 flagfiles' U-Net trained causal, at 16 and 48 kHz, streamed hop (or block) by
 hop through `trainer.serving.streamer.Streamer` from Python: the TensorFlow step
 (as `trainer.stream` runs it) and the TFLite files (`trainer.export
 --format=tflite`, float and `--quantize=dynamic` where the model allows it),
 run by TFLite's interpreter with its default delegates. Whole clips at once
 for comparison, and the default (non-causal) mask model, which does not stream.
-Untrained weights unless `--model_dir` names a trained 16 kHz causal mask run:
+Untrained weights unless `--model_dir` names a trained causal mask run (its rate's rows):
 the time does not depend on them, the int8 file's precision does (its output
 SNR against the float file, on `--speech` mixed with white noise at 5 dB).
 
@@ -55,6 +56,7 @@ from trainer.serving import streamer as streamer_lib  # pylint: disable=g-import
 from trainer.serving import tflite  # pylint: disable=g-import-not-at-top
 
 RATES = (16000, 48000)
+STREAMING_RATE, STREAMING_FFT = 48000, 2048  # flags/streaming.flags' --sample_rate, --fft_length
 CLICK_QUIET_SECONDS = 0.3  # click_rows: the stream has answered a block once this passes
 GPU_UNET = dict(hidden=48, depth=5, kernel_size=8, stride=4, attention_heads=8)  # a100.flags
 # Run by --demucs_python: denoiser's causal Demucs streamed one stride per call; prints RTF.
@@ -127,19 +129,30 @@ def stream_rows(name: str, model, rate: int, signal: np.ndarray, seconds: float,
   return rows
 
 
+def causal_mask(rate: int, model_dir):
+  """`(name, model)`: the causal mask model at `rate`, --model_dir's trained run where it
+  is at that rate, else untrained: streaming.flags' shape at its rate, the default shape
+  elsewhere."""
+  if model_dir:
+    model = run_dir.restore_model(model_dir)[0]
+    if model.sample_rate == rate:
+      return f"{model_dir}", model
+  if rate == STREAMING_RATE:
+    return "streaming.flags", mask.MaskDenoiser(sample_rate=rate, causal=True,
+                                                fft_length=STREAMING_FFT)
+  return "mask, causal", mask.MaskDenoiser(sample_rate=rate, causal=True)
+
+
 def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
   signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
       np.float32)
-  if model_dir and rate == 16000:
-    streaming = run_dir.restore_model(model_dir)[0]
-  else:
-    streaming = mask.MaskDenoiser(sample_rate=rate, causal=True)  # the default shape
+  name, streaming = causal_mask(rate, model_dir)
   gpu_unet = unet.UNet(sample_rate=rate, causal=True, **GPU_UNET)
   at_rate = None if speech is None else audio.resample(speech, 16000, rate, name="speech")
-  rows = (stream_rows("streaming.flags", streaming, rate, signal, seconds, work_dir, at_rate)
+  rows = (stream_rows(name, streaming, rate, signal, seconds, work_dir, at_rate)
           + stream_rows("a100.flags U-Net, causal", gpu_unet, rate, signal, seconds,
                         work_dir, at_rate))
-  for name, whole in (("streaming.flags: whole clip", streaming),
+  for name, whole in ((f"{name}: whole clip", streaming),
                       ("default (not causal): whole clip",
                        mask.MaskDenoiser(sample_rate=rate)),
                       ("a100.flags U-Net, causal: whole clip", gpu_unet)):
@@ -176,8 +189,8 @@ def transform_choices(seconds: float, work_dir: str):
 
 def latency_rows(seconds: float):
   """A 48 kHz stream through the 16 kHz streaming model (default causal shape, untrained),
-  each resampling quality with and without the band extension, then through the same shape
-  at 48 kHz (nothing resampled), in 10 ms blocks as trainer.stream reads: the latency
+  each resampling quality with and without the band extension, then through
+  streaming.flags' shape at 48 kHz (nothing resampled), in 10 ms blocks as trainer.stream reads: the latency
   measured end to end, the real-time factor, and how far the output moves from VHQ's with
   the same band setting, as an SNR."""
   rate, block = 48000, 480
@@ -205,8 +218,10 @@ def latency_rows(seconds: float):
       snr = "-" if quality == "VHQ" else f"{10 * np.log10(np.sum(reference ** 2) / error):.1f}"
       rows.append(["16 kHz", quality, "on" if extend_band else "off", f"{1e3 * latency:.1f}",
                    f"{rtf:.4f}", snr])
-  latency, rtf, _ = measured(mask.MaskDenoiser(sample_rate=rate, causal=True))
-  rows.append(["48 kHz", "none", "-", f"{1e3 * latency:.1f}", f"{rtf:.4f}", "-"])
+  latency, rtf, _ = measured(mask.MaskDenoiser(sample_rate=rate, causal=True,
+                                                fft_length=STREAMING_FFT))
+  rows.append(["48 kHz (streaming.flags)", "none", "-", f"{1e3 * latency:.1f}", f"{rtf:.4f}",
+               "-"])
   return rows
 
 
@@ -291,7 +306,7 @@ def noisy_speech(path: str) -> np.ndarray:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--seconds", type=float, default=10.0)
-  parser.add_argument("--model_dir", help="A trained 16 kHz causal mask run (its 16 kHz rows).")
+  parser.add_argument("--model_dir", help="A trained causal mask run (its rate's rows).")
   parser.add_argument("--speech", help="A speech recording (WAV/FLAC): the int8 file's SNR.")
   parser.add_argument("--demucs_python", help="A Python with torch and denoiser 0.1.5.")
   parser.add_argument("--transform_choices", action="store_true",
@@ -305,7 +320,7 @@ def main():
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   if args.latency:
-    print(f"48 kHz through the streaming model's shape at 16 and 48 kHz, {args.seconds:g} s "
+    print(f"48 kHz through the causal mask model at 16 and 48 kHz, {args.seconds:g} s "
           f"in 10 ms blocks, 1 thread (TF step); {timing.machine()}")
     print(timing.table(["model", "resampling", "band extension", "latency ms", "RTF",
                         "SNR vs VHQ dB"], latency_rows(args.seconds)))
@@ -328,7 +343,7 @@ def main():
   for note in notes:
     print(f"note: {note}")
   print(f"{args.seconds:g} s of audio, 1 thread; weights: "
-        f"{args.model_dir or 'untrained'} (16 kHz); {timing.machine()}")
+        f"{args.model_dir or 'untrained'}; {timing.machine()}")
   print(timing.table(["rate Hz", "model: how", "latency ms", "ms per hop", "RTF",
                       "file", "state", "int8 SNR dB"], table))
   if choices:

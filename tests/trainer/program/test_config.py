@@ -56,13 +56,13 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
       self.assertTrue(configs.data.reverb == "device" or (configs.data.mixing and
                                                           configs.data.rir_proba > 0))
 
-  def test_the_streaming_flagfile_is_the_default_recipe_made_causal(self):
+  def test_the_streaming_flagfile_is_the_default_recipe_made_causal_at_48k(self):
     default, streaming = parsed.configs(), parsed.configs("--flagfile=streaming.flags")
-    self.assertEqual(streaming.model.model_card(sample_rate=16000, seed=0),
-                     dataclasses.replace(default.model, causal=True).model_card(
-                         sample_rate=16000, seed=0))
-    for part in ("data", "optimization"):
-      self.assertEqual(getattr(streaming, part), getattr(default, part))
+    self.assertEqual(streaming.model.model_card(sample_rate=48000, seed=0),
+                     dataclasses.replace(default.model, causal=True, fft_length=2048)
+                     .model_card(sample_rate=48000, seed=0))
+    self.assertEqual(streaming.data, dataclasses.replace(default.data, sample_rate=48000))
+    self.assertEqual(streaming.optimization, default.optimization)
     self.assertEqual(dataclasses.replace(streaming.run, model_dir=default.run.model_dir),
                      default.run)
 
