@@ -88,7 +88,7 @@ def run(saved_models, work_dir: str, baselines: bool = True, stream_models=(),
   if split.alsa and "recorded" not in heldout.available_noises(split):
     notes.append(f"no recorded noise ({heldout.INSTALL})")
   if not utterances:
-    raise SystemExit(f"No held-out speech: {heldout.INSTALL}")
+    raise SystemExit(f"No {split.name} speech: {heldout.INSTALL}")
   enhancers, anchor_notes = methods(saved_models, baselines, stream_models)
   for note in notes + anchor_notes:
     print(f"note: {note}")
