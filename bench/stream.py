@@ -77,6 +77,12 @@ print((time.perf_counter() - start) / seconds, streamer.stride)
 """
 
 
+def white_noise(seconds: float, rate: int) -> np.ndarray:
+  """The signal every timing here streams: `seconds` of white noise at 0.1 RMS (seed 0)."""
+  return (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
+      np.float32)
+
+
 def streamed_seconds(streamer: streamer_lib.Streamer, signal: np.ndarray) -> float:
   """Wall time to stream `signal` hop by hop (after one untimed hop: tracing)."""
   streamer.feed(signal[:streamer.hop])
@@ -129,24 +135,21 @@ def stream_rows(name: str, model, rate: int, signal: np.ndarray, seconds: float,
   return rows
 
 
-def causal_mask(rate: int, model_dir):
-  """`(name, model)`: the causal mask model at `rate`, --model_dir's trained run where it
-  is at that rate, else untrained: streaming.flags' shape at its rate, the default shape
-  elsewhere."""
-  if model_dir:
-    model = run_dir.restore_model(model_dir)[0]
-    if model.sample_rate == rate:
-      return f"{model_dir}", model
+def causal_mask(rate: int, trained):
+  """`(name, model)`: the causal mask model at `rate`: `trained` (`(name, model)` of
+  --model_dir's run, or None) where it is at that rate, else untrained: streaming.flags'
+  shape at its rate, the default shape elsewhere."""
+  if trained and trained[1].sample_rate == rate:
+    return trained
   if rate == STREAMING_RATE:
     return "streaming.flags", mask.MaskDenoiser(sample_rate=rate, causal=True,
                                                 fft_length=STREAMING_FFT)
   return "mask, causal", mask.MaskDenoiser(sample_rate=rate, causal=True)
 
 
-def rows_at(rate: int, seconds: float, work_dir: str, model_dir, speech):
-  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
-      np.float32)
-  name, streaming = causal_mask(rate, model_dir)
+def rows_at(rate: int, seconds: float, work_dir: str, trained, speech):
+  signal = white_noise(seconds, rate)
+  name, streaming = causal_mask(rate, trained)
   gpu_unet = unet.UNet(sample_rate=rate, causal=True, **GPU_UNET)
   at_rate = None if speech is None else audio.resample(speech, 16000, rate, name="speech")
   rows = (stream_rows(name, streaming, rate, signal, seconds, work_dir, at_rate)
@@ -167,8 +170,7 @@ def transform_choices(seconds: float, work_dir: str):
   (`--fft_length=2048`), or a 1024-sample window (21 ms, a shape built here for the
   comparison)."""
   rate = 48000
-  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
-      np.float32)
+  signal = white_noise(seconds, rate)
   choices = (("1536 window, 1536-point DFT as matmul (default)", mask.WINDOW_SECONDS, None),
              ("1536 window, zero-padded 2048-point RFFT2D", mask.WINDOW_SECONDS, 2048),
              ("1024 window, 1024-point RFFT2D", 1024 / rate, None))
@@ -188,14 +190,13 @@ def transform_choices(seconds: float, work_dir: str):
 
 
 def latency_rows(seconds: float):
-  """A 48 kHz stream through the 16 kHz streaming model (default causal shape, untrained),
-  each resampling quality with and without the band extension, then through
-  streaming.flags' shape at 48 kHz (nothing resampled), in 10 ms blocks as trainer.stream reads: the latency
-  measured end to end, the real-time factor, and how far the output moves from VHQ's with
-  the same band setting, as an SNR."""
+  """A 48 kHz stream through the causal mask model (untrained) at 16 kHz, each resampling
+  quality with and without the band extension, then through streaming.flags' shape at 48
+  kHz (nothing resampled), in 10 ms blocks as trainer.stream reads: the latency measured
+  end to end, the real-time factor, and how far the output moves from VHQ's with the same
+  band setting, as an SNR."""
   rate, block = 48000, 480
-  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * rate))).astype(
-      np.float32)
+  signal = white_noise(seconds, rate)
 
   def measured(model, **settings):
     new_pipe = lambda: pipe.Pipe(streamer_lib.Streamer.for_model(model), rate=rate,
@@ -228,8 +229,7 @@ def latency_rows(seconds: float):
 def anchor_rows(seconds: float):
   """The installed anchors' rows at 48 kHz, one frame per call (after one untimed frame),
   and notes on those that are not installed."""
-  signal = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * anchors.RATE))
-            ).astype(np.float32)
+  signal = white_noise(seconds, anchors.RATE)
   installed, notes = anchors.available()
   rows = []
   for name, anchor in installed.items():
@@ -333,8 +333,10 @@ def main():
     return
   speech = noisy_speech(args.speech) if args.speech else None
   with tempfile.TemporaryDirectory() as work_dir:
+    trained = args.model_dir and (args.model_dir,
+                                  run_dir.restore_model(args.model_dir)[0])
     table = [r for rate in RATES
-             for r in rows_at(rate, args.seconds, work_dir, args.model_dir, speech)]
+             for r in rows_at(rate, args.seconds, work_dir, trained, speech)]
     choices = transform_choices(args.seconds, work_dir) if args.transform_choices else []
   rows, notes = anchor_rows(args.seconds)
   table += rows
