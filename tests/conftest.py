@@ -48,15 +48,7 @@ def _python_children_need_the_end_to_end_mark(request, monkeypatch):
 
 
 def pytest_collection_modifyitems(items):
-  """Drops tf.test.TestCase's `test_session` and puts the classes (or modules) that hold a
-  `slow` test first.
-
-  `test_session` is a context manager, not a test: pytest collects it in every test class
-  and reports it skipped; without it, every skip the suite reports is a real one (a package
-  or a TensorFlow this environment lacks). The workers (setup.cfg's addopts) take test
-  classes in this order, so the minutes-long ones start first and the short ones even out
-  the end; the order within each group is the files' own.
-  """
+  """tf.test.TestCase's `test_session` is a context manager, not a test: pytest collects it
+  in every test class and reports it skipped; drop it, so every skip the suite reports is a
+  real one (a package or a TensorFlow this environment lacks)."""
   items[:] = [item for item in items if item.name != "test_session"]
-  slow_scopes = {item.parent.nodeid for item in items if item.get_closest_marker("slow")}
-  items.sort(key=lambda item: item.parent.nodeid not in slow_scopes)

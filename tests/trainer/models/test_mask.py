@@ -95,7 +95,7 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, "level=db must be one of power, log"):
       mask.MaskDenoiser(sample_rate=RATE, level="db")
     with self.assertRaisesRegex(ValueError, r"fft_length=200 is shorter than the window \(256 "
-                                "samples at 8000 Hz\)"):
+                                r"samples at 8000 Hz\)"):
       mask.MaskDenoiser(sample_rate=8000, fft_length=200)
 
   def test_a_longer_fft_zero_pads_the_window_and_still_reconstructs(self):
