@@ -14,8 +14,9 @@ from tests.trainer.models import few_steps
 
 
 @functools.lru_cache(maxsize=None)
-def trained(architecture, precision="float32", jit_compile=False):
-  """few_steps.train on the suite's MirroredStrategy, once per path in this process."""
+def trained(architecture, precision, jit_compile):
+  """few_steps.train on the suite's MirroredStrategy, once per path in this process (the
+  arguments are the cache's key: pass all three)."""
   return few_steps.train(architecture, helpers.mirrored(), precision=precision,
                          jit_compile=jit_compile)
 
@@ -57,7 +58,7 @@ class CpuBackendsTest(tf.test.TestCase, parameterized.TestCase):
     other = np.load(path)
     self.assertNotEqual(bool(other["onednn"]), here, "the child ran the same backend")
     for architecture in few_steps.ARCHITECTURES:
-      weights, step_losses = trained(architecture)
+      weights, step_losses = trained(architecture, "float32", False)
       self.assertAllClose(other[f"{architecture}/losses"], step_losses, rtol=1e-4, atol=1e-4)
       for i, w in enumerate(weights):
         # 3 AdamW steps of 1e-3 move a weight by up to 3e-3; the backends agree to ~3e-6
