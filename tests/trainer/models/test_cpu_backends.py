@@ -27,7 +27,7 @@ class CpuBackendsTest(tf.test.TestCase, parameterized.TestCase):
     # tests/conftest.py sets TF_ENABLE_ONEDNN_OPTS=0 (the stock kernels) unless it is set
     self.assertEqual(few_steps.onednn_enabled(), os.environ["TF_ENABLE_ONEDNN_OPTS"] == "1")
 
-  def assert_trains(self, architecture, precision="float32", jit_compile=False):
+  def assert_trains(self, architecture, precision, jit_compile=False):
     weights, step_losses = trained(architecture, precision, jit_compile)
     self.assertTrue(np.all(np.isfinite(step_losses)), step_losses)
     self.assertTrue(all(np.all(np.isfinite(w)) for w in weights))
