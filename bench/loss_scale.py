@@ -21,7 +21,6 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from bench import timing  # pylint: disable=g-import-not-at-top
 from input import speech  # pylint: disable=g-import-not-at-top
-from trainer import losses  # pylint: disable=g-import-not-at-top
 from trainer.program.config import configs as configs_lib  # pylint: disable=g-import-not-at-top
 from trainer.models import contract  # pylint: disable=g-import-not-at-top
 from trainer.program import flagfiles  # pylint: disable=g-import-not-at-top
@@ -64,10 +63,7 @@ def main(argv):
     configs = configs_lib.Configs.from_flags()
     card = configs.model.model_card(sample_rate=configs.data.sample_rate, seed=0)
     model = card.build()
-    loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
-                                 waveform_loss=configs.model.waveform_loss,
-                                 intelligibility_weight=configs.model.intelligibility_weight,
-                                 suppression_weight=configs.model.suppression_weight)
+    loss_fn = configs.model.loss(card.sample_rate)
     noisy, clean = batch(card.sample_rate)
     reference = [g.numpy() for g in gradients(model, loss_fn, noisy, clean, tf.float32, 1.0)]
     results = [compare(reference, [g.numpy() for g in gradients(

@@ -11,7 +11,6 @@ from trainer import loss_scale as loss_scale_lib
 from trainer import optim
 from trainer import step as step_lib
 from trainer.evaluation import evaluator as evaluator_lib
-from trainer import losses
 from trainer.models import card as card_lib
 from trainer.program.config import configs as configs_lib
 from trainer.program.config import data as data_config
@@ -68,10 +67,7 @@ def train_step(configs: configs_lib.Configs, strategy, card: card_lib.ModelCard,
     ema = (optim.ExponentialMovingAverage(opt.ema_decay, warmup=opt.ema_warmup)
            if opt.ema_decay else None)
   mix, on_device, host_reverb = _augmentations(configs.data, card.sample_rate, rirs)
-  loss_fn = losses.DenoiseLoss(card.sample_rate, stft_weight=configs.model.stft_weight,
-                               waveform_loss=configs.model.waveform_loss,
-                               intelligibility_weight=configs.model.intelligibility_weight,
-                               suppression_weight=configs.model.suppression_weight)
+  loss_fn = configs.model.loss(card.sample_rate)
   train_step = step_lib.make_train_step(
       model, loss_fn, optimizer, strategy, global_batch_size=run.global_batch_size,
       loss_scale=loss_scale, precision=opt.precision, augment=on_device,
