@@ -9,8 +9,10 @@ envelope; less is kept elsewhere, where the model is reliable. The share
 ramps linearly in log frequency between the two (PRESENCE_HZ).
 
 Each model applies its own rule (its `keeping` and stream step): a model
-with a gain per STFT bin floors it at `G + k (1 - G)` with `bin_shares`, exact
-in its STFT and no later than the model, so a stream keeps it too; any other
+with a gain per STFT bin floors it at `G + k (1 - G)` with `GainFloor`, exact
+in its STFT and no later than the model, so a stream keeps it too, and keeps
+the presence band's larger share only as far as the frame holds speech by
+the model's own gain (noise in pauses goes down to `keep`); any other
 adds the residual (input less output) back through `ResidualFilter`, a short
 minimum-phase filter whose gain is the share: causal too, so its stream keeps
 it with no added latency.
@@ -25,6 +27,7 @@ KEEP = 0.15  # share of the input kept outside the presence band (about -16.5 dB
 PRESENCE_KEEP = 0.5  # share kept in the presence band (about -6 dB at most)
 # (start of the ramp up, presence band start, presence band end, end of the ramp down), Hz.
 PRESENCE_HZ = (1500.0, 3000.0, 5000.0, 7000.0)
+SPEECH_HZ = (300.0, 3000.0)  # where a gain per bin tells how much of a frame is speech
 FILTER_SECONDS = 0.004  # length of the residual filter of a model without a gain per bin
 DESIGN_OVERSAMPLING = 16  # the filter is designed on a grid this many times its length
 SHARE_FLOOR = 1e-4  # shares are designed at least this much of the largest (-80 dB)
@@ -106,6 +109,31 @@ def filter_causally(signal: tf.Tensor, taps: tf.Tensor, history=None) -> tf.Tens
   return tf.nn.conv1d(padded, tf.reverse(taps, [0])[:, None, None], 1, "VALID")[:, :, 0]
 
 
-def bin_shares(fft_length: int, rate: int, keep, presence_keep) -> tf.Tensor:
-  """The share per bin `[fft_length // 2 + 1]` of an STFT of `fft_length` at `rate`."""
-  return shares(np.arange(fft_length // 2 + 1) * rate / fft_length, keep, presence_keep)
+class GainFloor:
+  """The floor a model with a gain per STFT bin puts on its gain `G`: `G + k (1 - G)`,
+  where `k` is `keep` outside the presence band and, inside it, rises towards
+  `presence_keep` as far as the frame holds speech: in proportion to the model's own
+  mean gain over SPEECH_HZ in that frame (its speech activity, 0-1). So a pause keeps
+  only `keep` of the noise in the presence band, and speech keeps its consonant cues
+  as before; PESQ hears the first, STOI counts only the second.
+
+  Args:
+    fft_length: the STFT's length.
+    rate: its sample rate.
+    keep: share kept outside the presence band.
+    presence_keep: share kept in the presence band in frames the model keeps whole.
+  """
+
+  def __init__(self, fft_length: int, rate: int, keep, presence_keep):
+    frequencies = np.arange(fft_length // 2 + 1) * rate / fft_length
+    self.keep = tf.cast(keep, tf.float32)
+    self.presence_extra = (tf.cast(presence_keep, tf.float32) - self.keep) * presence(
+        frequencies)
+    speech = ((frequencies >= SPEECH_HZ[0]) & (frequencies < SPEECH_HZ[1])).astype(np.float32)
+    self.speech_weights = tf.constant(speech / max(speech.sum(), 1.0))
+
+  def __call__(self, gain: tf.Tensor) -> tf.Tensor:
+    """`gain` `[..., bins]` floored."""
+    activity = tf.reduce_sum(gain * self.speech_weights, -1, keepdims=True)
+    share = self.keep + self.presence_extra * activity
+    return gain + share * (1.0 - gain)

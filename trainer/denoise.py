@@ -39,7 +39,9 @@ if __name__ == "__main__":
                      "(trainer.export --keep_input).")
   flags.DEFINE_float("keep_presence", None, "Share of the input kept in the presence band "
                      "(3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where consonants live (0.5: "
-                     "about -6 dB at most); equal to --keep_input, one share everywhere. "
+                     "about -6 dB at most); a mask model keeps it as far as a frame holds "
+                     "speech by its own gain, so pauses keep --keep_input; equal to "
+                     "--keep_input, one share everywhere. "
                      "Default: the export's (trainer.export --keep_presence).")
   flags.mark_flags_as_required(["input", "output"])
   app.run(main, flags_parser=cli.parse_flags)

@@ -81,5 +81,27 @@ class KeptInputTest(tf.test.TestCase):
     self.assertAllClose(stepped, add_back(enhanced, signal)[:len(stepped)], atol=1e-6)
 
 
+class GainFloorTest(tf.test.TestCase):
+
+  def test_the_presence_share_follows_the_frames_speech_activity(self):
+    fft_length, rate = 512, 16000
+    floor = kept_input.GainFloor(fft_length, rate, 0.1, 0.5)
+    frequencies = np.arange(fft_length // 2 + 1) * rate / fft_length
+    speech = (frequencies >= 300) & (frequencies < 3000)
+    pause = np.full(len(frequencies), 0.01, np.float32)
+    talk = np.where(speech, 0.99, 0.01).astype(np.float32)
+    floored = floor(tf.constant(np.stack([pause, talk])[None])).numpy()[0]
+    shares = [(out - gain) / (1.0 - gain) for gain, out in zip((pause, talk), floored)]
+    in_presence = (frequencies >= 3000) & (frequencies <= 5000)
+    below = frequencies < 1500
+    # a pause (activity 0.01) keeps about `keep`; speech (0.99), about `presence_keep` there
+    self.assertAllClose(shares[0][in_presence], np.full(in_presence.sum(), 0.1 + 0.4 * 0.01),
+                        atol=1e-6)
+    self.assertAllClose(shares[1][in_presence], np.full(in_presence.sum(), 0.1 + 0.4 * 0.99),
+                        atol=1e-5)
+    self.assertAllClose(shares[0][below], np.full(below.sum(), 0.1), atol=1e-6)
+    self.assertAllClose(kept_input.GainFloor(fft_length, rate, 0.0, 0.0)(talk), talk)
+
+
 if __name__ == "__main__":
   tf.test.main()

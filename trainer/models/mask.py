@@ -113,9 +113,9 @@ class MaskDenoiser(tf.Module):
                                    seed=(seed, 10 + 2 * i)) for i in range(depth)]
       self.project_out = layers.Conv1D(hidden, bins, 1, seed=(seed, 3))
 
-  def __call__(self, noisy, keep=None):
-    """The estimate; `keep` (optional, `[bins]` in [0, 1]): a share of the input kept per
-    bin, the gain floored at `G + keep * (1 - G)` (ops.kept_input)."""
+  def __call__(self, noisy, floor=None):
+    """The estimate; `floor` (optional, an ops.kept_input.GainFloor): the share of the
+    input kept, as a floor on the gain."""
     dtype = noisy.dtype
     noisy32 = tf.cast(noisy, tf.float32)
     length = tf.shape(noisy32)[-1]
@@ -125,18 +125,18 @@ class MaskDenoiser(tf.Module):
     x = self.project_in(tf.cast(self.features(spectrum) * 0.1, dtype))
     for block in self.blocks:
       x = block(x)
-    mask = self.mask(x, keep)
+    mask = self.mask(x, floor)
     enhanced = tf.signal.inverse_stft(
         spectrum * tf.complex(mask, tf.zeros_like(mask)), self.window, self.hop,
         self.fft_length, window_fn=tf.signal.inverse_stft_window_fn(self.hop))
     return tf.cast(enhanced[:, lead:lead + length], dtype)
 
-  def mask(self, x: tf.Tensor, keep=None) -> tf.Tensor:
-    """The gain per bin, in [FLOOR, 1], from the conv stack's output; floored at `keep`
-    (`[bins]`) as `__call__` says."""
+  def mask(self, x: tf.Tensor, floor=None) -> tf.Tensor:
+    """The gain per bin, in [FLOOR, 1], from the conv stack's output; then `floor`ed as
+    `__call__` says."""
     mask = FLOOR + (1.0 - FLOOR) * tf.sigmoid(tf.cast(self.project_out(tf.nn.relu(x)),
                                                       tf.float32))
-    return mask if keep is None else mask + keep * (1.0 - mask)
+    return mask if floor is None else floor(mask)
 
   def features(self, spectrum: tf.Tensor) -> tf.Tensor:
     """Log power per bin relative to the clip's level (so far, when causal): what the
@@ -166,8 +166,11 @@ class MaskDenoiser(tf.Module):
 
   def keeping(self, noisy, keep_input, keep_presence) -> tf.Tensor:
     """The estimate with shares of the input kept as a floor on the gain per bin."""
-    return self(noisy, keep=kept_input.bin_shares(self.fft_length, self.sample_rate,
-                                                  keep_input, keep_presence))
+    return self(noisy, floor=self.gain_floor(keep_input, keep_presence))
+
+  def gain_floor(self, keep_input, keep_presence) -> kept_input.GainFloor:
+    """The floor on the gain that keeps these shares of the input."""
+    return kept_input.GainFloor(self.fft_length, self.sample_rate, keep_input, keep_presence)
 
   def stream_step(self, *, keep_input=kept_input.KEEP, keep_presence=kept_input.PRESENCE_KEEP,
                   transform: Optional[str] = None) -> "MaskStep":
@@ -189,8 +192,7 @@ class MaskStep(streaming.StreamStep):
 
   def __init__(self, model: MaskDenoiser, *, transform: str, keep_input, keep_presence):
     self.model = model
-    self._shares = kept_input.bin_shares(model.fft_length, model.sample_rate, keep_input,
-                                         keep_presence)
+    self._floor = model.gain_floor(keep_input, keep_presence)
     self.hop, self.window = model.hop, model.window
     self.lead = self.window - self.hop
     self.latency = self.window - 1
@@ -208,7 +210,7 @@ class MaskStep(streaming.StreamStep):
     x = model.project_in(model.relative(log_power, level) * 0.1)[0]
     for i, block in enumerate(model.blocks):
       x, histories[i] = block.step(x, histories[i])
-    gain = model.mask(x[None], self._shares)
+    gain = model.mask(x[None], self._floor)
     enhanced = self.transform.synthesise(spectrum, gain)
     summed = tf.concat([out_tail, tf.zeros([self.hop])], 0) + enhanced
     return summed[:self.hop], self._pack([frame[self.hop:], summed[self.hop:], earlier, seen,

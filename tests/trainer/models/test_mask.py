@@ -109,12 +109,15 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
 
 
   def test_a_mask_model_keeps_its_share_as_a_floor_on_its_gain(self):
-    model = gain(mask.MaskDenoiser(sample_rate=16000, hidden=4, depth=1), 0.2)
     signal = 0.3 * tone(500.0) + 0.3 * tone(4000.0)
-    kept = model.keeping(tf.constant(signal[None]), 0.1, 0.5)[0]
-    expected = (0.2 + 0.8 * 0.1) * 0.3 * tone(500.0) + (
-        0.2 + 0.8 * 0.5) * 0.3 * tone(4000.0)
-    self.assertAllClose(kept[200:-200], expected[200:-200], atol=3e-3)
+    for value in (0.2, 0.9):
+      model = gain(mask.MaskDenoiser(sample_rate=16000, hidden=4, depth=1), value)
+      kept = model.keeping(tf.constant(signal[None]), 0.1, 0.5)[0]
+      # in the presence band the share rises with the gain over the speech band (value)
+      presence_share = 0.1 + (0.5 - 0.1) * value
+      expected = (value + (1 - value) * 0.1) * 0.3 * tone(500.0) + (
+          value + (1 - value) * presence_share) * 0.3 * tone(4000.0)
+      self.assertAllClose(kept[200:-200], expected[200:-200], atol=3e-3)
     opened = gain(model, 1.0)
     self.assertAllClose(opened.keeping(tf.constant(signal[None]), 0.1, 0.5)[0], signal,
                         atol=1e-5)
