@@ -70,48 +70,32 @@ class Intelligibility:
     return 1.0 - tf.reduce_mean(correlation, axis=[1, 2])
 
 
-def _compressed_excess(larger, smaller, reference, compression):
-  """The energy of the compressed magnitudes (`|X| ** compression`) by which `larger`
-  exceeds `smaller`, over `reference`'s, per example `[batch]`."""
-  compress = lambda m: tf.pow(tf.square(m) + 1e-12, compression / 2.0)
-  excess = tf.nn.relu(compress(larger) - compress(smaller))
-  return (tf.reduce_sum(tf.square(excess), axis=[-2, -1])
-          / (tf.reduce_sum(tf.square(compress(reference)), axis=[-2, -1]) + 1e-10))
-
-
 def over_suppression(target, estimate, compression: float = 0.3):
   """Speech the estimate removed, per example `[batch]`: the energy of the compressed
   magnitudes (`|X| ** compression`, as in VoiceFilter-Lite's asymmetric loss) by which
   `estimate` falls short of `target`, over the target's; residual noise (an estimate
   above the target) costs nothing. 0 when nothing was taken away, at most 1."""
-  return _compressed_excess(target, estimate, target, compression)
-
-
-def residual_noise(target, estimate, compression: float = 0.3):
-  """Noise the estimate left, per example `[batch]`: the energy of the compressed
-  magnitudes by which `estimate` exceeds `target`, over the target's (over_suppression's
-  other side). The compression weighs quiet bins that -SI-SDR barely sees, such as the
-  high band of white noise. 0 when nothing is left above the speech."""
-  return _compressed_excess(estimate, target, target, compression)
+  compress = lambda m: tf.pow(tf.square(m) + 1e-12, compression / 2.0)
+  shortfall = tf.nn.relu(compress(target) - compress(estimate))
+  return (tf.reduce_sum(tf.square(shortfall), axis=[-2, -1])
+          / (tf.reduce_sum(tf.square(compress(target)), axis=[-2, -1]) + 1e-10))
 
 
 class DenoiseLoss:
   """`waveform loss + stft_weight * mean over resolutions of (spectral convergence +
   log-magnitude L1) + suppression_weight * mean over resolutions of over_suppression +
-  residual_weight * mean over resolutions of residual_noise + intelligibility_weight * (1 - STOI-like correlation)`; the waveform loss is L1 or
+  intelligibility_weight * (1 - STOI-like correlation)`; the waveform loss is L1 or
   -SI-SDR (dB)."""
 
   def __init__(self, sample_rate: int, *, stft_weight: float = 0.01, waveform_loss: str = "l1",
                resolutions: Sequence[Tuple[float, float]] = RESOLUTIONS,
-               intelligibility_weight: float = 0.0, suppression_weight: float = 0.0,
-               residual_weight: float = 0.0):
+               intelligibility_weight: float = 0.0, suppression_weight: float = 0.0):
     checks.one_of("waveform_loss", waveform_loss, sorted(WAVEFORM_LOSSES))
     checks.at_least("stft_weight", stft_weight, 0.0)
     checks.at_least("intelligibility_weight", intelligibility_weight, 0.0)
     checks.at_least("suppression_weight", suppression_weight, 0.0)
-    checks.at_least("residual_weight", residual_weight, 0.0)
     self.stft_weight, self.waveform = stft_weight, WAVEFORM_LOSSES[waveform_loss]
-    self.suppression_weight, self.residual_weight = suppression_weight, residual_weight
+    self.suppression_weight = suppression_weight
     self.intelligibility_weight = intelligibility_weight
     self.intelligibility = Intelligibility(sample_rate) if intelligibility_weight else None
     self.frames = [(max(2, round(w * sample_rate)), max(1, round(h * sample_rate)))
@@ -123,7 +107,7 @@ class DenoiseLoss:
     loss = self.waveform(clean, enhanced)
     if self.intelligibility is not None:
       loss += self.intelligibility_weight * self.intelligibility(clean, enhanced)
-    if not (self.stft_weight or self.suppression_weight or self.residual_weight):
+    if not (self.stft_weight or self.suppression_weight):
       return loss
     for window, hop in self.frames:
       target = spectral.stft_magnitude(clean, window, hop)
@@ -136,6 +120,4 @@ class DenoiseLoss:
         loss += self.stft_weight * (convergence + log_magnitude) / len(self.frames)
       if self.suppression_weight:
         loss += self.suppression_weight * over_suppression(target, estimate) / len(self.frames)
-      if self.residual_weight:
-        loss += self.residual_weight * residual_noise(target, estimate) / len(self.frames)
     return loss

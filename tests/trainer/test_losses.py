@@ -1,4 +1,4 @@
-"""Tests for trainer.losses: the training objective's terms (waveform, multi-resolution STFT, intelligibility, over-suppression, residual noise)."""
+"""Tests for trainer.losses: the training objective's terms (waveform, multi-resolution STFT, intelligibility, over-suppression)."""
 
 import numpy as np
 import tensorflow as tf
@@ -100,42 +100,6 @@ class OverSuppressionTest(tf.test.TestCase):
     self.assertTrue(np.isfinite(tape.gradient(loss, variable).numpy()).all())
     with self.assertRaisesRegex(ValueError, "suppression_weight"):
       losses.DenoiseLoss(16000, suppression_weight=-1.0)
-
-
-class ResidualNoiseTest(tf.test.TestCase):
-
-  def test_it_costs_noise_left_not_speech_removed(self):
-    clean = tf.constant(0.3 * speech.utterance(np.random.default_rng(0), 8000, 16000)[None],
-                        tf.float32)
-    noise = 0.05 * tf.random.stateless_normal(clean.shape, seed=(0, 1))
-    term = lambda estimate: float(losses.residual_noise(  # pylint: disable=g-long-lambda
-        spectral.stft_magnitude(clean, 512, 128),
-        spectral.stft_magnitude(estimate, 512, 128))[0])
-    self.assertAllClose(term(clean), 0.0, atol=1e-6)
-    self.assertAllClose(term(0.1 * clean), 0.0, atol=1e-6)  # quieter: nothing left over
-    # Doubling every bin leaves (2 ** 0.3 - 1) of each compressed magnitude above it.
-    self.assertAllClose(term(2.0 * clean), (2**0.3 - 1) ** 2, rtol=1e-2)
-    # White noise 15 dB below the speech: -SI-SDR sees 15 dB; compressed, its quiet bins
-    # count nearly as much as the speech's.
-    self.assertGreater(term(clean + noise), 0.1)
-    self.assertGreater(term(clean + 3.0 * noise), 2 * term(clean + noise))
-
-  def test_the_loss_adds_it_with_its_weight(self):
-    clean = tf.random.stateless_normal([2, 4000], seed=(1, 2))
-    estimate = clean + 0.3 * tf.random.stateless_normal([2, 4000], seed=(3, 4))
-    plain = losses.DenoiseLoss(16000, stft_weight=0.1, suppression_weight=2.0)
-    weighted = losses.DenoiseLoss(16000, stft_weight=0.1, suppression_weight=2.0,
-                                  residual_weight=4.0)
-    added = np.mean([losses.residual_noise(*(spectral.stft_magnitude(x, w, h)
-                                               for x in (clean, estimate)))
-                     for w, h in plain.frames], axis=0)
-    self.assertAllGreater(added, 0.0)
-    self.assertAllClose(weighted(clean, estimate) - plain(clean, estimate), 4.0 * added,
-                        rtol=1e-4)
-    self.assertAllClose(losses.DenoiseLoss(16000, stft_weight=0, residual_weight=1.0)(
-        clean, 0.5 * clean), losses.l1(clean, 0.5 * clean), rtol=1e-5)
-    with self.assertRaisesRegex(ValueError, "residual_weight"):
-      losses.DenoiseLoss(16000, residual_weight=-1.0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ class BuildTest(tf.test.TestCase, parameterized.TestCase):
       (["--remix_proba=-1"], r"--remix_proba=-1.0 must be in \[0, 1\]"),
       (["--beta_1=1.5"], r"--beta_1=1.5 must be in \[0, 1\)"),
       (["--stft_weight=-1"], "--stft_weight=-1.0 must be >= 0"),
-      (["--residual_weight=-1"], "--residual_weight=-1.0 must be >= 0"),
       (["--steps_per_loop=0"], "--steps_per_loop=0 must be >= 1"),
       (["--log_every=0"], "--log_every=0 must be >= 1"),
       (["--keep_checkpoints=0"], "--keep_checkpoints=0 must be >= 1"),

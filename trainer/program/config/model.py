@@ -78,11 +78,6 @@ class ModelConfig:
                                    "the clean speech, over the speech's (0-1; residual noise "
                                    "costs nothing), so the model keeps speech it is unsure of "
                                    "(0: off; its effect on held-out speech: BENCHMARKS.md).")
-  residual_weight: float = flag(0.0, "Weight of a residual-noise term, the over-suppression "
-                                "term's other side: the compressed spectral energy (|X|^0.3) "
-                                "the estimate leaves above the clean speech, over the "
-                                "speech's, which weighs quiet bins (the high band of white "
-                                "noise) that -SI-SDR barely sees (0: off).")
 
   def shape(self) -> dict:
     """The architecture's shape arguments set by flags (its defaults fill the rest); a
@@ -101,8 +96,7 @@ class ModelConfig:
     return losses.DenoiseLoss(sample_rate, stft_weight=self.stft_weight,
                               waveform_loss=self.waveform_loss,
                               intelligibility_weight=self.intelligibility_weight,
-                              suppression_weight=self.suppression_weight,
-                              residual_weight=self.residual_weight)
+                              suppression_weight=self.suppression_weight)
 
   def model_card(self, *, sample_rate: int, seed: int) -> card.ModelCard:
     """The model card these flags describe at `sample_rate`."""
