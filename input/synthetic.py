@@ -36,7 +36,7 @@ from input import noise
 from input import records
 from input import speech
 
-VERSION = 2  # changes whenever the same seed would give different audio
+VERSION = 3  # changes whenever the same seed would give different audio
 SNR_DB = (-5.0, 20.0)
 MIN_SAMPLE_RATE = 8000
 SPEECH_LEVEL_DBFS = (-32.0, -20.0)
@@ -77,7 +77,9 @@ def example(seed: int, index: int, num_samples: int, sample_rate: int
 def _microphone(rng, signal, sample_rate):
   """A mild random tilt and low/high cut, as different microphones and rooms give."""
   tilt = rng.uniform(-3.0, 3.0)  # dB per octave around 1 kHz
-  low_cut, high_cut = rng.uniform(40.0, 200.0), rng.uniform(0.3, 0.5) * sample_rate
+  # The high cut is the microphone's or the converter's, never below 7 kHz (nor the band edge).
+  low_cut = rng.uniform(40.0, 200.0)
+  high_cut = min(rng.uniform(7000.0, 20000.0), 0.47 * sample_rate)
 
   def gain(f):
     f = np.maximum(f, 1.0)

@@ -86,17 +86,21 @@ class SpeechTest(tf.test.TestCase):
     self.assertBetween(shares["silent"], 0.05, 0.5, msg=shares)
 
   def test_long_term_spectrum_matches_recorded_speech(self):
-    # Octave-band shares of total power (dB) measured on recordings: alsa-utils' human
-    # voice and festival's diphone voice (cut from recordings), as input/heldout.py loads them.
-    recorded = {(100, 200): -4.2, (200, 400): -5.0, (400, 800): -7.8, (800, 1600): -11.8,
-                (1600, 3200): -19.2, (3200, 6400): -21.0, (6400, 8000): -26.5}
+    # Octave-band shares of total power (dB) of the development set's speech (input.heldout:
+    # Mandarin recordings, festival and espeak-ng voices), each at 16 kHz and unit RMS. The
+    # synthesizer before the calibration fell 8 dB short of them at 1.6-6.4 kHz, so that a
+    # model trained on it took real speech there for noise.
+    recorded = {(100, 200): -8.3, (200, 400): -6.4, (400, 800): -4.3, (800, 1600): -8.0,
+                (1600, 3200): -13.1, (3200, 6400): -15.3}
     audio = np.concatenate([speech.utterance(np.random.default_rng(seed), 2 * RATE, RATE)
                             for seed in range(30)])
     power = np.abs(np.fft.rfft(audio)) ** 2
     hz = np.fft.rfftfreq(len(audio), 1 / RATE)
     share = lambda lo, hi: 10 * np.log10(power[(hz >= lo) & (hz < hi)].sum() / power.sum())  # pylint: disable=g-long-lambda
     for (lo, hi), expected in recorded.items():
-      self.assertBetween(share(lo, hi), expected - 6, expected + 6, msg=f"{lo}-{hi} Hz")
+      self.assertBetween(share(lo, hi), expected - 4, expected + 4, msg=f"{lo}-{hi} Hz")
+    # The voices above 6.4 kHz are band-limited by their own rates (16 and 22.05 kHz): -26.8.
+    self.assertBetween(share(6400, 8000), -30, -20)
     self.assertLess(share(0, 40), -30)  # no DC or rumble
 
   def test_works_at_48k_and_8k(self):

@@ -47,6 +47,18 @@ class SyntheticTest(tf.test.TestCase):
     quietest_db = 10 * np.log10(np.mean(frames**2, axis=1).min())
     self.assertBetween(quietest_db, -100.0, -60.0)
 
+  def test_the_microphone_keeps_speech_up_to_7_khz_at_16_khz(self):
+    # Its high cut is a microphone's or a converter's (7 kHz and up), not a share of the rate:
+    # a cut at 0.3 x 16 kHz took 11 dB off 6-7 kHz, where consonants are.
+    white = np.random.default_rng(0).normal(size=4 * RATE)
+    hz = np.fft.rfftfreq(len(white), 1 / RATE)
+    for seed in range(20):
+      power = np.abs(np.fft.rfft(synthetic._microphone(np.random.default_rng(seed), white,
+                                                       RATE))) ** 2
+      band = lambda lo, hi: power[(hz >= lo) & (hz < hi)].mean()  # pylint: disable=cell-var-from-loop
+      # One octave apart: the tilt (at most 3 dB per octave) and the cut's -2.2 dB at most.
+      self.assertGreater(10 * np.log10(band(6000, 7000) / band(3000, 3500)), -6.0, seed)
+
   def test_babble_bank_is_keyed_by_seed(self):
     bank = synthetic.babble_bank(0, 8000)
     self.assertEqual(bank.shape, (synthetic.BANK_TALKERS, int(synthetic.BANK_SECONDS * 8000)))
