@@ -57,6 +57,7 @@ if __name__ == "__main__":
                      "the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
                      "consonants live (0.5: about -6 dB at most); a mask model keeps it as far "
                      "as a frame holds speech by its own gain, so pauses keep --keep_input; "
-                     "equal to --keep_input, one share everywhere. BENCHMARKS.md compares the shares on held-out speech.")
+                     "equal to --keep_input, one share everywhere. BENCHMARKS.md compares "
+                     "the shares on held-out speech.")
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main, flags_parser=cli.parse_flags)
