@@ -15,12 +15,14 @@ downloaded.
 
 A development set (`SPLITS["development"]`) for deciding a recipe without
 looking at the held-out speech: other gcin syllables (none the held-out set
-uses; half of its utterances resampled to 48 kHz, the rate the alsa voice
-brings to the held-out set), other Harvard sentences, other espeak-ng voices,
-other noise draws. The alsa voice and its Noise.wav recording stay held out,
-so the development set has no recorded noise.
+uses), the words ktuberling-data's volunteers recorded at 44.1 kHz (one
+talker per language, WORDS_PER_UTTERANCE words strung into an utterance; no
+held-out speaker), other Harvard sentences, other espeak-ng voices, other
+noise draws. Every other recorded utterance is resampled to 48 kHz, the rate
+the alsa voice brings to the held-out set. The alsa voice and its Noise.wav
+recording stay held out, so the development set has no recorded noise.
 
-Install the voices: apt-get install alsa-utils gcin-voice festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
+Install the voices: apt-get install alsa-utils gcin-voice ktuberling-data festival festvox-kallpc16k festvox-us-slt-hts espeak-ng
 """
 
 import dataclasses
@@ -40,6 +42,10 @@ from input import audio
 ALSA_DIR = "/usr/share/sounds/alsa"
 GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
 GCIN_UTTERANCES, GCIN_SYLLABLES = 4, 10
+# One folder of recorded words (Vorbis, 44.1 kHz) per language, each a talker of its own.
+WORDS_DIR = "/usr/share/ktuberling/sounds"
+DEVELOPMENT_WORD_LANGUAGES = ("en", "de", "da", "el", "lt", "uk")
+WORDS_PER_UTTERANCE = 4
 # Speech is high-passed here: below it a recording holds breath pops and rumble, not speech
 # (one gcin syllable, "peng2", has a fifth of its energy under 40 Hz), which SI-SDR would
 # score as speech a denoiser must keep.
@@ -77,22 +83,24 @@ class Split:
   festival_sentences: Tuple[str, ...]
   espeak_voices: Dict[str, str]
   espeak_sentences: Tuple[str, ...]
-  gcin_seed: int
-  gcin_48k: bool  # every other gcin utterance resampled to 48 kHz
+  word_languages: Tuple[str, ...]  # ktuberling-data's talkers, an utterance each
+  speech_seed: int  # which gcin syllables and recorded words are drawn
+  resample_48k: bool  # every other recorded utterance (gcin, words) resampled to 48 kHz
   noise_seed: int
 
 
 SPLITS = {
     "heldout": Split("heldout", alsa=True, festival_sentences=SENTENCES[:3],
                      espeak_voices=ESPEAK_VOICES, espeak_sentences=SENTENCES[3:5],
-                     gcin_seed=0, gcin_48k=False, noise_seed=0),
+                     word_languages=(), speech_seed=0, resample_48k=False, noise_seed=0),
     "development": Split("development", alsa=False,
                          festival_sentences=DEVELOPMENT_SENTENCES[:3],
                          espeak_voices=DEVELOPMENT_ESPEAK_VOICES,
                          espeak_sentences=DEVELOPMENT_SENTENCES[3:],
-                         gcin_seed=1, gcin_48k=True, noise_seed=1),
+                         word_languages=DEVELOPMENT_WORD_LANGUAGES, speech_seed=1,
+                         resample_48k=True, noise_seed=1),
 }
-INSTALL = ("apt-get install alsa-utils gcin-voice festival festvox-kallpc16k "
+INSTALL = ("apt-get install alsa-utils gcin-voice ktuberling-data festival festvox-kallpc16k "
            "festvox-us-slt-hts espeak-ng")
 NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
 
@@ -120,6 +128,7 @@ def speech(work_dir: str, split: Split = SPLITS["heldout"]
   work_dir = os.path.join(work_dir, split.name) if split.name != "heldout" else work_dir
   os.makedirs(work_dir, exist_ok=True)
   utterances += _syllable_strings(work_dir, split, notes)
+  utterances += _word_strings(work_dir, split, notes)
   for voice, command in _synthesizers(split, notes).items():
     for index, sentence in enumerate(split.festival_sentences if voice.startswith(
         "festival") else split.espeak_sentences):
@@ -134,43 +143,66 @@ def speech(work_dir: str, split: Split = SPLITS["heldout"]
 
 
 def _syllable_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utterance]:
-  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed `split.gcin_seed`, never
+  """gcin-voice's recorded syllables, GCIN_SYLLABLES drawn (seed `split.speech_seed`, never
   one the held-out set draws unless this is it) and joined into each of GCIN_UTTERANCES
-  utterances, at the recordings' 44.1 kHz (or 48 kHz, `split.gcin_48k`). Each recording's
-  DC offset is removed first: some sit at -0.045 with an RMS of 0.05, an offset that is not
-  speech but that SI-SDR would score as the part of the reference a denoiser must keep."""
+  utterances."""
   syllables = sorted(glob.glob(os.path.join(GCIN_DIR, "*", "*.ogg")))
   if not syllables:
     notes.append(f"no gcin-voice recordings in {GCIN_DIR} ({INSTALL})")
     return []
+  return [_joined(os.path.join(work_dir, f"gcin-{index}.wav"), "gcin", chosen,
+                  to_48k=split.resample_48k and index % 2)
+          for index, chosen in enumerate(syllable_draws(syllables, split))]
+
+
+def _word_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utterance]:
+  """An utterance of WORDS_PER_UTTERANCE words (seed `split.speech_seed`) from each of
+  `split.word_languages`' recorded talkers (ktuberling-data)."""
   utterances = []
-  for index, chosen in enumerate(syllable_draws(syllables, split)):
-    path = os.path.join(work_dir, f"gcin-{index}.wav")
-    if not os.path.exists(path):
-      pieces = [audio.read_file(syllable) for syllable in chosen]
-      joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
-      wavfile.write(path + ".tmp.wav", pieces[0][1], audio.to_int16(joined)[0])
-      os.replace(path + ".tmp.wav", path)
-    samples, rate = _load(path, low_cut_hz=LOW_CUT_HZ)
-    if split.gcin_48k and index % 2:
-      samples, rate = audio.resample(samples, rate, 48000, name=path), 48000
-    utterances.append(Utterance("real", "gcin", samples, rate))
+  for index, language in enumerate(split.word_languages):
+    words = sorted(glob.glob(os.path.join(WORDS_DIR, language, "*.ogg")))
+    if not words:
+      notes.append(f"no recorded {language!r} words in {WORDS_DIR} ({INSTALL})")
+      continue
+    chosen = np.random.default_rng([split.speech_seed, index]).choice(
+        words, WORDS_PER_UTTERANCE, replace=False)
+    utterances.append(_joined(os.path.join(work_dir, f"words-{language}.wav"),
+                              f"words-{language}", list(chosen),
+                              to_48k=split.resample_48k and index % 2))
   return utterances
 
 
+def _joined(path: str, voice: str, recordings: List[str], *, to_48k: bool) -> Utterance:
+  """`recordings` one after another as a real utterance, written once to `path`, at their
+  own rate (44.1 kHz) or resampled to 48 kHz. Each recording's DC offset is removed first:
+  some gcin syllables sit at -0.045 with an RMS of 0.05, an offset that is not speech but
+  that SI-SDR would score as the part of the reference a denoiser must keep."""
+  if not os.path.exists(path):
+    pieces = [audio.read_file(recording) for recording in recordings]
+    if len({rate for _, rate in pieces}) > 1:
+      raise ValueError(f"{voice}'s recordings differ in rate: {recordings}")
+    joined = np.concatenate([samples - samples.mean() for samples, _ in pieces])
+    wavfile.write(path + ".tmp.wav", pieces[0][1], audio.to_int16(joined)[0])
+    os.replace(path + ".tmp.wav", path)
+  samples, rate = _load(path, low_cut_hz=LOW_CUT_HZ)
+  if to_48k:
+    samples, rate = audio.resample(samples, rate, 48000, name=path), 48000
+  return Utterance("real", voice, samples, rate)
+
+
 def syllable_draws(syllables: List[str], split: Split) -> List[List[str]]:
-  """GCIN_UTTERANCES draws of GCIN_SYLLABLES of `syllables` each (seed `split.gcin_seed`);
+  """GCIN_UTTERANCES draws of GCIN_SYLLABLES of `syllables` each (seed `split.speech_seed`);
   another split than the held-out one draws from the syllables the held-out set does not."""
   def draws(pool, seed):
     rng = np.random.default_rng(seed)
     return [[pool[i] for i in rng.choice(len(pool), GCIN_SYLLABLES, replace=False)]
             for _ in range(GCIN_UTTERANCES)]
 
-  held_out = draws(syllables, SPLITS["heldout"].gcin_seed)
+  held_out = draws(syllables, SPLITS["heldout"].speech_seed)
   if split.name == "heldout":
     return held_out
   used = {syllable for draw in held_out for syllable in draw}
-  return draws([s for s in syllables if s not in used], split.gcin_seed)
+  return draws([s for s in syllables if s not in used], split.speech_seed)
 
 
 def _synthesizers(split: Split, notes: List[str]) -> Dict[str, callable]:

@@ -1,6 +1,8 @@
 """Tests for input.heldout: the held-out noises have their textbook slopes, the mixtures their SNRs, and the development set shares no speech with the held-out one."""
 
+import dataclasses
 import os
+from unittest import mock
 
 import numpy as np
 from scipy.io import wavfile
@@ -89,7 +91,32 @@ class HeldoutTest(tf.test.TestCase):
     self.assertEmpty(set(development.espeak_voices.values())
                      & set(held_out.espeak_voices.values()))
     self.assertFalse(development.alsa)  # the real 48 kHz voice and its recording
+    self.assertEmpty(held_out.word_languages)  # ktuberling's talkers are development's only
+    self.assertNotEmpty(development.word_languages)
     self.assertNotIn("recorded", heldout.available_noises(development))
+
+  def test_recorded_words_are_strung_into_an_utterance_per_talker(self):
+    words_dir = self.create_tempdir().full_path
+    for language, base_hz in (("en", 200.0), ("de", 300.0)):
+      os.makedirs(os.path.join(words_dir, language))
+      for k in range(6):  # WAV content under the package's .ogg names: decoded by content
+        t = np.arange(4410) / 44100  # 0.1 s
+        wavfile.write(os.path.join(words_dir, language, f"word{k}.ogg"), 44100, np.round(
+            8000 * np.sin(2 * np.pi * (base_hz + 10 * k) * t)).astype(np.int16))
+    split = dataclasses.replace(heldout.SPLITS["development"],
+                                word_languages=("en", "de", "fr"))
+    notes = []
+    with mock.patch.object(heldout, "WORDS_DIR", words_dir):
+      utterances = heldout._word_strings(self.create_tempdir().full_path, split, notes)  # pylint: disable=protected-access
+      again = heldout._word_strings(self.create_tempdir().full_path, split, [])  # pylint: disable=protected-access
+    self.assertEqual([u.voice for u in utterances], ["words-en", "words-de"])
+    self.assertEqual([u.rate for u in utterances], [44100, 48000])  # every other at 48 kHz
+    self.assertAllClose(len(utterances[0].signal) / 44100,
+                        heldout.WORDS_PER_UTTERANCE * 0.1, atol=0.02)
+    for first, second in zip(utterances, again):
+      self.assertAllEqual(first.signal, second.signal)  # the same draw every time
+    self.assertLen(notes, 1)
+    self.assertIn("'fr'", notes[0])
 
   def test_the_held_out_draws_are_the_ones_it_always_had(self):
     # seed 0, one generator across the utterances: the held-out set may not move
