@@ -8,6 +8,7 @@ from absl import flags
 
 from common import cli
 from trainer.serving import file_denoising
+from trainer.serving import kept_input_flags
 from trainer.serving import packaged
 
 FLAGS = flags.FLAGS
@@ -32,16 +33,6 @@ if __name__ == "__main__":
   flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.")
   flags.DEFINE_float("chunk_seconds", 10.0, "Audio enhanced per model call.")
   flags.DEFINE_float("overlap_seconds", 0.5, "Cross-faded overlap between chunks.")
-  flags.DEFINE_float("keep_input", None, "Share of the unprocessed input kept in the "
-                     "output outside the presence band: limits the noise attenuation (0.15: "
-                     "about -16.5 dB) and restores speech detail; 0 (with --keep_presence=0): "
-                     "the model's output alone. Default: the share the export keeps "
-                     "(trainer.export --keep_input).")
-  flags.DEFINE_float("keep_presence", None, "Share of the input kept in the presence band "
-                     "(3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where consonants live (0.5: "
-                     "about -6 dB at most); a mask model keeps it as far as a frame holds "
-                     "speech by its own gain, so pauses keep --keep_input; equal to "
-                     "--keep_input, one share everywhere. "
-                     "Default: the export's (trainer.export --keep_presence).")
+  kept_input_flags.define(None, None, "Default: the export's (trainer.export --{flag}).")
   flags.mark_flags_as_required(["input", "output"])
   app.run(main, flags_parser=cli.parse_flags)

@@ -11,6 +11,7 @@ from absl import flags
 from common import cli
 from ops import kept_input
 from trainer import run_dir
+from trainer.serving import kept_input_flags
 from trainer.serving import saved_model
 from trainer.serving import tflite
 
@@ -49,15 +50,6 @@ if __name__ == "__main__":
                     "run kept one.")
   flags.DEFINE_string("checkpoint", "latest", "latest, best (model_dir/best/, kept by "
                       "--keep_best) or a checkpoint path (runs/x/checkpoints/ckpt-2000).")
-  flags.DEFINE_float("keep_input", kept_input.KEEP, "Share of the unprocessed input the "
-                     "export keeps in its output outside the presence band: limits the noise "
-                     "attenuation (0.15: about -16.5 dB) and restores speech detail; 0 (with "
-                     "--keep_presence=0): the model's output alone.")
-  flags.DEFINE_float("keep_presence", kept_input.PRESENCE_KEEP, "Share of the input kept in "
-                     "the presence band (3-5 kHz, ramps over 1.5-3 and 5-7 kHz), where "
-                     "consonants live (0.5: about -6 dB at most); a mask model keeps it as far "
-                     "as a frame holds speech by its own gain, so pauses keep --keep_input; "
-                     "equal to --keep_input, one share everywhere. BENCHMARKS.md compares "
-                     "the shares on held-out speech.")
+  kept_input_flags.define(kept_input.KEEP, kept_input.PRESENCE_KEEP)
   flags.mark_flags_as_required(["model_dir", "output"])
   app.run(main, flags_parser=cli.parse_flags)
