@@ -64,10 +64,12 @@ class ModelConfig:
   waveform_loss: str = flag("si_sdr", "Waveform term of the loss: -SI-SDR in dB (scale-free: "
                             "quiet and loud examples count alike), or L1 in waveform units.",
                             choices=["l1", "si_sdr"])
-  stft_weight: float = flag(0.1, "Weight of the multi-resolution STFT loss (0: the waveform "
+  stft_weight: float = flag(0.3, "Weight of the multi-resolution STFT loss (0: the waveform "
                             "term only). Its terms are about 1-2; with -SI-SDR (about -10 dB) "
-                            "0.1 makes it a light spectral anchor. With L1 (about 0.01 at "
-                            "speech levels) use about 0.01, or it drowns the L1 term.")
+                            "0.3 makes it a spectral anchor whose log-magnitude term counts "
+                            "noise left in quiet bins (0.1 and 0.3 on real speech: "
+                            "BENCHMARKS.md). With L1 (about 0.01 at speech levels) use about "
+                            "0.01, or it drowns the L1 term.")
   intelligibility_weight: float = flag(20.0, "Weight of an intelligibility term: 1 - a "
                                        "differentiable STOI (envelope correlation in 1/3 "
                                        "octave bands over 384 ms), 0 for a perfect estimate "
