@@ -7,11 +7,9 @@ utterances of 10), festival voices (kal: diphones cut from real recordings,
 16 kHz; slt: HTS statistical, 32 kHz), and espeak-ng formant voices (22.05
 kHz), speaking Harvard sentences, each kept at the rate it was recorded or
 synthesized at, and high-passed at LOW_CUT_HZ; the noise is made (or
-resampled) at that rate. Noise, made by other algorithms than
-input/noise.py: white, pink (Voss-McCartney), brown (leaky-integrated white),
-mains hum, babble of held-out voices other than the target's, and alsa's
-recorded Noise.wav. Everything comes from installed packages; nothing is
-downloaded.
+resampled) at that rate (input/heldout_noise.py): white, pink, brown, mains
+hum, babble of held-out voices other than the target's, and alsa's recorded
+Noise.wav. Everything comes from installed packages; nothing is downloaded.
 
 A development set (`SPLITS["development"]`) for deciding a recipe without
 looking at the held-out speech: other gcin syllables (none the held-out set
@@ -38,6 +36,7 @@ from scipy import signal
 from scipy.io import wavfile
 
 from input import audio
+from input import heldout_noise
 
 ALSA_DIR = "/usr/share/sounds/alsa"
 GCIN_DIR = "/usr/share/gcin-voice/ogg"  # one folder per Mandarin syllable, 44.1 kHz Vorbis
@@ -102,7 +101,7 @@ SPLITS = {
 }
 INSTALL = ("apt-get install alsa-utils gcin-voice ktuberling-data festival festvox-kallpc16k "
            "festvox-us-slt-hts espeak-ng")
-NOISES = ("white", "pink", "brown", "hum", "babble", "recorded")
+NOISES = heldout_noise.NOISES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,56 +232,11 @@ def _load(path: str, *, low_cut_hz: float = 0.0) -> Tuple[np.ndarray, int]:
   return (samples / np.abs(samples).max() * 0.5).astype(np.float32), rate
 
 
-def noise(kind: str, rng: np.random.Generator, num_samples: int, rate: int,
-          others: List[np.ndarray]) -> np.ndarray:
-  """Unit-RMS held-out noise of `kind`; babble is made of `others` (other voices)."""
-  if kind == "white":
-    out = rng.normal(size=num_samples)
-  elif kind == "pink":
-    out = _voss_pink(rng, num_samples)
-  elif kind == "brown":
-    out = _leaky_brown(rng, num_samples, rate)
-  elif kind == "hum":
-    t = np.arange(num_samples) / rate
-    mains = rng.choice([50.0, 60.0])
-    out = sum(0.8 ** k * np.sin(2 * np.pi * k * mains * t + k) for k in range(1, 12))
-  elif kind == "babble":
-    out = np.zeros(num_samples)
-    for row in rng.choice(len(others), size=min(4, len(others)), replace=False):
-      tiled = np.resize(others[row], num_samples + len(others[row]))
-      start = int(rng.integers(0, len(others[row])))
-      out += _unit_rms(tiled[start:start + num_samples])
-  elif kind == "recorded":
-    out = np.resize(_recording(rate), num_samples)
-  else:
-    raise ValueError(f"Unknown noise {kind!r}: use one of {NOISES}.")
-  return _unit_rms(out)
-
-
 @functools.lru_cache(maxsize=4)
 def _recording(rate: int) -> np.ndarray:
   """alsa-utils' recorded Noise.wav at `rate`, read and resampled once per rate."""
   samples, file_rate = _load(os.path.join(ALSA_DIR, "Noise.wav"))
   return audio.resample(samples, file_rate, rate, name="Noise.wav")
-
-
-def _voss_pink(rng, num_samples, rows=16):
-  """Pink noise by the Voss-McCartney algorithm: row k is redrawn every 2^k samples."""
-  out = np.zeros(num_samples)
-  for k in range(rows):
-    held = rng.normal(size=num_samples // 2**k + 2)
-    out += np.repeat(held, 2**k)[:num_samples]
-  return out - out.mean()
-
-
-def _leaky_brown(rng, num_samples, rate):
-  """Brown noise: white noise through a leaky integrator (corner at 20 Hz)."""
-  leak = np.exp(-2 * np.pi * 20.0 / rate)
-  return signal.lfilter([1.0], [1.0, -leak], rng.normal(size=num_samples))
-
-
-def _unit_rms(x):
-  return x / (np.sqrt(np.mean(np.square(x))) + 1e-12)
 
 
 def available_noises(split: Split = SPLITS["heldout"]) -> Tuple[str, ...]:
@@ -305,8 +259,9 @@ def mixtures(utterances: List[Utterance], snrs_db, split: Split = SPLITS["heldou
     clean = utterance.signal.astype(np.float64)
     for kind in available_noises(split):
       for snr_db in snrs_db:
-        noisy = clean + noise(kind, rng, len(clean), rate, others) * np.sqrt(
-            np.mean(clean**2)) / 10 ** (snr_db / 20)
+        unit = heldout_noise.noise(kind, rng, len(clean), rate, others,
+                                   _recording(rate) if kind == "recorded" else None)
+        noisy = clean + unit * np.sqrt(np.mean(clean**2)) / 10 ** (snr_db / 20)
         scale = min(1.0, 0.99 / np.abs(noisy).max())
         yield (utterance, kind, snr_db, (noisy * scale).astype(np.float32),
                (clean * scale).astype(np.float32))
