@@ -101,7 +101,6 @@ SPLITS = {
 }
 INSTALL = ("apt-get install alsa-utils gcin-voice ktuberling-data festival festvox-kallpc16k "
            "festvox-us-slt-hts espeak-ng")
-NOISES = heldout_noise.NOISES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +149,7 @@ def _syllable_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utt
     notes.append(f"no gcin-voice recordings in {GCIN_DIR} ({INSTALL})")
     return []
   return [_joined(os.path.join(work_dir, f"gcin-{index}.wav"), "gcin", chosen,
-                  to_48k=split.resample_48k and index % 2)
+                  to_48k=split.resample_48k and index % 2 == 1)
           for index, chosen in enumerate(syllable_draws(syllables, split))]
 
 
@@ -167,7 +166,7 @@ def _word_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utteran
         words, WORDS_PER_UTTERANCE, replace=False)
     utterances.append(_joined(os.path.join(work_dir, f"words-{language}.wav"),
                               f"words-{language}", list(chosen),
-                              to_48k=split.resample_48k and index % 2))
+                              to_48k=split.resample_48k and index % 2 == 1))
   return utterances
 
 
@@ -240,10 +239,11 @@ def _recording(rate: int) -> np.ndarray:
 
 
 def available_noises(split: Split = SPLITS["heldout"]) -> Tuple[str, ...]:
-  """NOISES, less the recorded one when alsa-utils is not installed or `split` has no alsa."""
+  """heldout_noise.NOISES, less the recorded one when alsa-utils is not installed or `split`
+  has no alsa."""
   if split.alsa and os.path.exists(os.path.join(ALSA_DIR, "Noise.wav")):
-    return NOISES
-  return tuple(n for n in NOISES if n != "recorded")
+    return heldout_noise.NOISES
+  return tuple(n for n in heldout_noise.NOISES if n != "recorded")
 
 
 def mixtures(utterances: List[Utterance], snrs_db, split: Split = SPLITS["heldout"]):

@@ -75,10 +75,10 @@ class HeldoutTest(tf.test.TestCase):
 
   def test_recorded_words_are_strung_into_an_utterance_per_talker(self):
     words_dir = self.create_tempdir().full_path
+    t = np.arange(4410) / 44100  # 0.1 s
     for language, base_hz in (("en", 200.0), ("de", 300.0)):
       os.makedirs(os.path.join(words_dir, language))
       for k in range(6):  # WAV content under the package's .ogg names: decoded by content
-        t = np.arange(4410) / 44100  # 0.1 s
         wavfile.write(os.path.join(words_dir, language, f"word{k}.ogg"), 44100, np.round(
             8000 * np.sin(2 * np.pi * (base_hz + 10 * k) * t)).astype(np.int16))
     split = dataclasses.replace(heldout.SPLITS["development"],
