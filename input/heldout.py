@@ -26,6 +26,7 @@ Install the voices: apt-get install alsa-utils gcin-voice ktuberling-data festiv
 import dataclasses
 import functools
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -128,9 +129,9 @@ def speech(work_dir: str, split: Split = SPLITS["heldout"]
   utterances += _syllable_strings(work_dir, split, notes)
   utterances += _word_strings(work_dir, split, notes)
   for voice, command in _synthesizers(split, notes).items():
-    for index, sentence in enumerate(split.festival_sentences if voice.startswith(
-        "festival") else split.espeak_sentences):
-      path = os.path.join(work_dir, f"{voice}-{index}.wav")
+    for sentence in (split.festival_sentences if voice.startswith("festival")
+                     else split.espeak_sentences):
+      path = _cached(work_dir, voice, sentence)
       if not os.path.exists(path):
         subprocess.run(command(sentence, path + ".tmp.wav"), check=True,
                        capture_output=True, input=sentence.encode())
@@ -148,7 +149,7 @@ def _syllable_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utt
   if not syllables:
     notes.append(f"no gcin-voice recordings in {GCIN_DIR} ({INSTALL})")
     return []
-  return [_joined(os.path.join(work_dir, f"gcin-{index}.wav"), "gcin", chosen,
+  return [_joined(_cached(work_dir, "gcin", *chosen), "gcin", chosen,
                   to_48k=split.resample_48k and index % 2 == 1)
           for index, chosen in enumerate(syllable_draws(syllables, split))]
 
@@ -164,10 +165,17 @@ def _word_strings(work_dir: str, split: Split, notes: List[str]) -> List[Utteran
       continue
     chosen = np.random.default_rng([split.speech_seed, index]).choice(
         words, WORDS_PER_UTTERANCE, replace=False)
-    utterances.append(_joined(os.path.join(work_dir, f"words-{language}.wav"),
+    utterances.append(_joined(_cached(work_dir, f"words-{language}", *chosen),
                               f"words-{language}", list(chosen),
                               to_48k=split.resample_48k and index % 2 == 1))
   return utterances
+
+
+def _cached(work_dir: str, voice: str, *made_from: str) -> str:
+  """Where `voice`'s utterance made from `made_from` (recordings or a sentence) is kept: the
+  name encodes them, so a changed draw or sentence never reuses another's file."""
+  digest = hashlib.sha1("\n".join(made_from).encode()).hexdigest()[:12]
+  return os.path.join(work_dir, f"{voice}-{digest}.wav")
 
 
 def _joined(path: str, voice: str, recordings: List[str], *, to_48k: bool) -> Utterance:

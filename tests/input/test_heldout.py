@@ -95,6 +95,16 @@ class HeldoutTest(tf.test.TestCase):
       self.assertAllEqual(first.signal, second.signal)  # the same draw every time
     self.assertLen(notes, 1)
     self.assertIn("'fr'", notes[0])
+    # Another draw in the same work_dir is made afresh, never read from the first's file.
+    reseeded = dataclasses.replace(split, speech_seed=split.speech_seed + 1)
+    with mock.patch.object(heldout, "WORDS_DIR", words_dir):
+      cached = self.create_tempdir().full_path
+      heldout._word_strings(cached, split, [])  # pylint: disable=protected-access
+      redrawn = heldout._word_strings(cached, reseeded, [])  # pylint: disable=protected-access
+      fresh = heldout._word_strings(self.create_tempdir().full_path, reseeded, [])  # pylint: disable=protected-access
+    for first, second, third in zip(utterances, redrawn, fresh):
+      self.assertNotAllClose(first.signal, second.signal)
+      self.assertAllEqual(second.signal, third.signal)
 
   def test_the_held_out_draws_are_the_ones_it_always_had(self):
     # seed 0, one generator across the utterances: the held-out set may not move
