@@ -109,12 +109,16 @@ GENERATORS: Dict[str, Callable] = {
 # How often each kind is part of a training mixture (babble: of the corpus's own talkers).
 PROBABILITIES = {"coloured": 0.6, "hum": 0.25, "machine": 0.2, "transients": 0.15,
                  "babble": 0.45}
+# The rest are one coloured noise alone, steady: the hiss of fans, vents and electronics,
+# which real recordings have most and a denoiser must take away almost entirely.
+STEADY_ALONE = 0.2
 
 
 def mixture(rng: np.random.Generator, num_samples: int, sample_rate: int,
             bank: np.ndarray) -> np.ndarray:
-  """Unit-RMS noise: each kind joins with its probability (at least one joins) at a random
-  gain, with level changes a third of the time.
+  """Unit-RMS noise: a steady coloured noise alone (STEADY_ALONE of the time), else each
+  kind joins with its probability (at least one joins) at a random gain, with level
+  changes a third of the time.
 
   Args:
     rng: the only source of randomness.
@@ -122,6 +126,8 @@ def mixture(rng: np.random.Generator, num_samples: int, sample_rate: int,
     sample_rate: samples per second.
     bank: `[talkers, samples]` speech that babble is made of.
   """
+  if rng.uniform() < STEADY_ALONE:
+    return coloured(rng, num_samples, sample_rate)
   makers = dict(GENERATORS, babble=lambda r, n, _: babble(r, n, bank))
   kinds = [kind for kind, p in PROBABILITIES.items() if rng.uniform() < p]
   kinds = kinds or [list(PROBABILITIES)[rng.integers(len(PROBABILITIES))]]

@@ -1,5 +1,7 @@
 """Tests for input.noise: levels, determinism and the character of each kind of noise."""
 
+from unittest import mock
+
 import numpy as np
 import tensorflow as tf
 
@@ -75,6 +77,16 @@ class NoiseTest(tf.test.TestCase):
       self.assertAllClose(rms(mix), 1.0, rtol=1e-6)
     self.assertGreater(np.std([band_db(m, 4000, 7000) - band_db(m, 100, 300) for m in mixes]),
                        3.0)
+
+  def test_a_share_of_mixtures_is_one_steady_coloured_noise_alone(self):
+    # Marked coloured noise: a mixture that returns it untouched has nothing else in it and
+    # no level changes (the other mixtures take the generators' own coloured noise).
+    marked = np.full(RATE // 16, 1.0)
+    bank = np.random.default_rng(0).normal(size=(4, RATE // 16))
+    with mock.patch.object(noise, "coloured", lambda rng, n, rate: marked):
+      alone = [noise.mixture(np.random.default_rng(s), RATE // 16, RATE, bank) is marked
+               for s in range(1000)]
+    self.assertBetween(np.mean(alone), noise.STEADY_ALONE - 0.05, noise.STEADY_ALONE + 0.05)
 
 
 if __name__ == "__main__":
