@@ -109,8 +109,8 @@ GENERATORS: Dict[str, Callable] = {
 # How often each kind is part of a training mixture (babble: of the corpus's own talkers).
 PROBABILITIES = {"coloured": 0.6, "hum": 0.25, "machine": 0.2, "transients": 0.15,
                  "babble": 0.45}
-# The rest are one coloured noise alone, steady: the hiss of fans, vents and electronics,
-# which real recordings have most and a denoiser must take away almost entirely.
+# The share of mixtures that are one coloured noise alone with no level changes (the steady
+# hiss of fans, vents and electronics) instead of the kinds above (BENCHMARKS.md, corpus v4).
 STEADY_ALONE = 0.2
 
 
