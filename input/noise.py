@@ -110,8 +110,8 @@ GENERATORS: Dict[str, Callable] = {
 PROBABILITIES = {"coloured": 0.6, "hum": 0.25, "machine": 0.2, "transients": 0.15,
                  "babble": 0.45}
 # The share of mixtures that are one coloured noise alone with no level changes (the steady
-# hiss of fans, vents and electronics) instead of the kinds above (BENCHMARKS.md, corpus v4).
-STEADY_ALONE = 0.2
+# hiss of fans, vents and electronics) instead of the kinds above (BENCHMARKS.md, corpus v5).
+STEADY_ALONE = 0.4
 
 
 def mixture(rng: np.random.Generator, num_samples: int, sample_rate: int,

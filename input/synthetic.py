@@ -36,7 +36,7 @@ from input import noise
 from input import records
 from input import speech
 
-VERSION = 4  # changes whenever the same seed would give different audio
+VERSION = 5  # changes whenever the same seed would give different audio
 SNR_DB = (-5.0, 20.0)
 MIN_SAMPLE_RATE = 8000
 SPEECH_LEVEL_DBFS = (-32.0, -20.0)
