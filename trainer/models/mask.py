@@ -2,8 +2,9 @@
 
 Waveform in, waveform out, like the U-Net in trainer.models.unet, but the
 network only estimates a gain per time-frequency bin from log-magnitude
-features (normalised per example, so the model is level-invariant) and the
-noisy STFT's phase is kept. Such a model learns to suppress stationary and
+features (normalised per example, so the model is level-invariant; beside
+them, non-causal, each bin's noise floor over the clip) and the noisy STFT's
+phase is kept. Such a model learns to suppress stationary and
 slowly varying noise from far fewer steps than a waveform model, which is why
 it is the default for short CPU runs (measured in BENCHMARKS.md). Frames are
 set in seconds so one configuration serves every sample rate; FFTs run in
@@ -31,8 +32,14 @@ FLOOR = 1e-4  # lower bound of the mask (-80 dB): keeps a trace of every bin
 # as in band-limited audio, add next to nothing); "log", the mean of its log power (what
 # the first models used: dragged down by empty bins).
 LEVELS = ("power", "log")
+NOISE_FLOOR = 0.2  # the quantile of each bin non-causal models see beside it (BENCHMARKS.md)
 FEATURE_FLOOR = 10.0  # "power" features stop this far (in nats, 43 dB) below the level
 LEVEL_SECONDS = 1.0  # a causal model's level: the mean over this much of the latest audio
+
+
+def default_noise_floor(causal: bool) -> float:
+  """The program's `noise_floor` for a mask model: NOISE_FLOOR, or 0 if it is causal."""
+  return 0.0 if causal else NOISE_FLOOR
 
 
 class ResidualBlock(tf.Module):
@@ -75,13 +82,17 @@ class MaskDenoiser(tf.Module):
     fft_length: the STFT's length, at least the window (zero-padded to it); 0: the
       smallest 2^a 3^b 5^c that holds the window. A power of two lets the TFLite step use
       the RFFT2D op (at 48 kHz, 2048 instead of 1536 streams about 4x faster).
+    noise_floor: non-causal models: the features also hold each bin's quantile over the
+      clip at this share (`bin_floor`: the steady noise a bin carries, which a conv stack
+      of +-0.5 s only glimpses); 0: off (every model before it; a causal model). The
+      program's default: `default_noise_floor`.
     seed: initialisation seed.
   """
 
   def __init__(self, *, sample_rate: int, hidden: int = 128, depth: int = 6,
                kernel_size: int = 3, causal: bool = False, level: str = "power",
-               level_seconds: float = LEVEL_SECONDS, fft_length: int = 0, seed: int = 0,
-               name: str = "mask_denoiser"):
+               level_seconds: float = LEVEL_SECONDS, fft_length: int = 0,
+               noise_floor: float = 0.0, seed: int = 0, name: str = "mask_denoiser"):
     super().__init__(name=name)
     for argument, value in (("hidden", hidden), ("depth", depth),
                             ("kernel_size", kernel_size)):
@@ -96,6 +107,13 @@ class MaskDenoiser(tf.Module):
                                  f"that, or 0 for the default.")
     self.fft_length = fft_length or spectral.fft_length(self.window)
     self.causal = causal
+    if not 0 <= noise_floor < 1:
+      raise checks.ArgumentError("noise_floor", noise_floor, "is a quantile: use 0 (off) "
+                                 "up to below 1.")
+    if noise_floor and causal:
+      raise checks.ArgumentError("noise_floor", noise_floor, "needs the whole clip, so a "
+                                 "causal model cannot have it: use 0.")
+    self.noise_floor = noise_floor
     self.level = checks.one_of("level", level, LEVELS)
     checks.at_least("level_seconds", level_seconds, 0)
     # Frames a causal level averages (None: all so far).
@@ -108,7 +126,8 @@ class MaskDenoiser(tf.Module):
     self.lookahead = self.window - 1 if causal else None
     bins = self.fft_length // 2 + 1
     with self.name_scope:
-      self.project_in = layers.Conv1D(bins, hidden, 1, seed=(seed, 1))
+      self.project_in = layers.Conv1D(bins * (2 if noise_floor else 1), hidden, 1,
+                                      seed=(seed, 1))
       self.blocks = [ResidualBlock(hidden, kernel_size, 2**i, causal=causal,
                                    seed=(seed, 10 + 2 * i)) for i in range(depth)]
       self.project_out = layers.Conv1D(hidden, bins, 1, seed=(seed, 3))
@@ -144,7 +163,18 @@ class MaskDenoiser(tf.Module):
     log_power, frame_level = self.log_powers(tf.square(tf.abs(spectrum)))
     if self.causal:
       return self.relative(log_power, self.causal_level(frame_level))
-    return self.relative(log_power, tf.reduce_mean(frame_level, axis=1, keepdims=True))
+    relative = self.relative(log_power, tf.reduce_mean(frame_level, axis=1, keepdims=True))
+    if not self.noise_floor:
+      return relative
+    return tf.concat([relative, self.bin_floor(relative)], -1)
+
+  def bin_floor(self, features: tf.Tensor) -> tf.Tensor:
+    """Each bin's `noise_floor` quantile over the clip's frames, in every frame: how loud
+    the bin is where it is quietest (mostly the noise, in speech's pauses)."""
+    frames = tf.shape(features)[1]
+    at = tf.cast(tf.cast(frames - 1, tf.float32) * self.noise_floor, tf.int32)
+    quantile = tf.sort(features, axis=1)[:, at:at + 1]
+    return tf.broadcast_to(quantile, tf.shape(features))
 
   def causal_level(self, frame_level: tf.Tensor) -> tf.Tensor:
     """Each frame's level `[batch, frames, 1]` from its own and earlier frames' levels:

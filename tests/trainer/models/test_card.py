@@ -16,7 +16,7 @@ class ModelCardTest(tf.test.TestCase):
   def test_shape_arguments_are_the_constructors_defaults(self):
     self.assertEqual(card_lib.shape_arguments("mask"),
                      dict(hidden=128, depth=6, kernel_size=3, causal=False, level="power",
-                          level_seconds=1.0, fft_length=0))
+                          level_seconds=1.0, fft_length=0, noise_floor=0.0))
     self.assertEqual(card_lib.shape_arguments("unet")["hidden"], 16)
     with self.assertRaisesRegex(checks.ArgumentError, "architecture=lstm must be one of"):
       card_lib.shape_arguments("lstm")
@@ -24,7 +24,8 @@ class ModelCardTest(tf.test.TestCase):
   def test_create_fills_defaults_and_builds_the_model(self):
     card = card_lib.ModelCard.create("mask", sample_rate=8000, hidden=8, seed=2)
     self.assertEqual(card.arguments, dict(hidden=8, depth=6, kernel_size=3, causal=False,
-                                          level="power", level_seconds=1.0, fft_length=0))
+                                          level="power", level_seconds=1.0, fft_length=0,
+                                          noise_floor=0.0))
     model = card.build()
     self.assertIsInstance(model, mask.MaskDenoiser)
     self.assertEqual(model.window, 256)  # 32 ms at the card's rate

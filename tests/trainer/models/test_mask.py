@@ -89,6 +89,20 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
     empty = mask.MaskDenoiser(sample_rate=rate, hidden=8, depth=2).features(band_limited)
     self.assertAllGreaterEqual(empty, -mask.FEATURE_FLOOR)
 
+  def test_the_noise_floor_is_each_bins_quantile_beside_its_features(self):
+    model = mask.MaskDenoiser(sample_rate=RATE, hidden=4, depth=1, noise_floor=0.2)
+    rng = np.random.default_rng(0)
+    spectrum = tf.complex(*(rng.normal(size=[2, 41, 129]).astype(np.float32) for _ in "ri"))
+    features = model.features(spectrum).numpy()
+    self.assertEqual(features.shape, (2, 41, 2 * 129))
+    relative, floor = features[..., :129], features[..., 129:]
+    self.assertAllClose(relative, mask.MaskDenoiser(sample_rate=RATE, hidden=4, depth=1)
+                        .features(spectrum))
+    # the 9th of 41 values in each bin (index 0.2 * 40), the same in every frame
+    expected = np.sort(relative, axis=1)[:, 8:9]
+    self.assertAllClose(floor, np.broadcast_to(expected, relative.shape))
+    self.assertEqual(model(tf.random.normal([2, 999])).shape, [2, 999])
+
   def test_bad_shapes(self):
     with self.assertRaisesRegex(ValueError, "depth=0 must be >= 1"):
       mask.MaskDenoiser(sample_rate=RATE, depth=0)
@@ -97,6 +111,10 @@ class MaskDenoiserTest(model_contract.ModelContract, tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r"fft_length=200 is shorter than the window \(256 "
                                 r"samples at 8000 Hz\)"):
       mask.MaskDenoiser(sample_rate=8000, fft_length=200)
+    with self.assertRaisesRegex(ValueError, "noise_floor=0.2 needs the whole clip"):
+      mask.MaskDenoiser(sample_rate=RATE, causal=True, noise_floor=0.2)
+    with self.assertRaisesRegex(ValueError, "noise_floor=1 is a quantile"):
+      mask.MaskDenoiser(sample_rate=RATE, noise_floor=1)
 
   def test_a_longer_fft_zero_pads_the_window_and_still_reconstructs(self):
     model = mask.MaskDenoiser(sample_rate=8000, hidden=8, depth=2, fft_length=512)

@@ -94,7 +94,10 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
         sample_rate=16000, seed=0).arguments
     self.assertEqual(parsed.configs().model.architecture, "mask")
     self.assertEqual(arguments(), dict(hidden=128, depth=6, kernel_size=3, causal=False,
-                                       level="power", level_seconds=1.0, fft_length=0))
+                                       level="power", level_seconds=1.0, fft_length=0,
+                                       noise_floor=0.2))
+    self.assertEqual(arguments("--causal")["noise_floor"], 0.0)  # needs the whole clip
+    self.assertEqual(arguments("--noise_floor=0.1")["noise_floor"], 0.1)
     self.assertEqual(arguments("--fft_length=2048")["fft_length"], 2048)
     self.assertEqual(arguments("--level=log")["level"], "log")
     self.assertEqual(arguments("--architecture=unet"),  # a kernel below stride is refused

@@ -1,7 +1,9 @@
 """Model flags: the architecture (spectral mask or waveform U-Net), its shape and the loss.
 
 Each shape flag left unset takes the chosen architecture's own default (from
-its constructor, through the model card), so the flags never repeat them.
+its constructor, through the model card), so the flags never repeat them;
+but `--noise_floor`, which the mask model's constructor leaves off (as every
+model before it had it) and the program turns on unless the model is causal.
 """
 
 import dataclasses
@@ -11,6 +13,7 @@ from absl import logging
 
 from trainer import losses
 from trainer.models import card
+from trainer.models import mask
 from trainer.program import config as config_lib
 
 flag = config_lib.flag
@@ -52,6 +55,10 @@ class ModelConfig:
       None, "mask: the STFT's length, at least its 32 ms window (default: the smallest "
       "2^a 3^b 5^c that holds it). A power of two lets the TFLite stream step use RFFT2D: "
       "at 48 kHz 2048 streams about 4x faster than 1536 (BENCHMARKS.md).")
+  noise_floor: Optional[float] = flag(
+      None, "mask, non-causal: the features also hold each bin's quantile over the clip at "
+      "this share, where the bin is quietest: its steady noise (0: off; default 0.2, and 0 "
+      "for a causal model; what it gains: BENCHMARKS.md).")
   stride: Optional[int] = flag(None, f"unet: conv stride (time downsampling per layer; "
                                f"default {_UNET['stride']}).")
   growth: Optional[int] = flag(None, f"unet: channel growth per layer (default "
@@ -91,7 +98,10 @@ class ModelConfig:
     for name in sorted(set(given) - set(taken)):
       logging.warning("--%s is not an argument of the %s model: ignored.", name,
                       self.architecture)
-    return {name: value for name, value in given.items() if name in taken}
+    shape = {name: value for name, value in given.items() if name in taken}
+    if self.architecture == "mask" and self.noise_floor is None:
+      shape["noise_floor"] = mask.default_noise_floor(bool(self.causal))
+    return shape
 
   def loss(self, sample_rate: int) -> losses.DenoiseLoss:
     """The training objective these flags describe at `sample_rate`."""
