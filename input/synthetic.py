@@ -6,6 +6,8 @@ microphone colour and a faint room tone (-80 to -65 dBFS, as real recordings
 have; digital silence would make log-spectral losses blow up). Noise comes
 from input.noise (coloured, hum and buzz, machines, transients, babble of
 the corpus's own talkers, level changes) at an SNR drawn from [-5, 20] dB.
+Above 16 kHz some examples are recorded at a lower common rate: speech and
+noise end at its band edge, as a file resampled up to the model's rate does.
 Each example is drawn from its own generator keyed by (seed, index), and
 babble from a bank of talkers keyed by the seed, so a corpus is the same
 whatever the order of generation or the number of processes generating it.
@@ -36,13 +38,16 @@ from input import noise
 from input import records
 from input import speech
 
-VERSION = 5  # changes whenever the same seed would give different audio
+VERSION = 6  # changes whenever the same seed would give different audio
 SNR_DB = (-5.0, 20.0)
 MIN_SAMPLE_RATE = 8000
 SPEECH_LEVEL_DBFS = (-32.0, -20.0)
 ROOM_TONE_DBFS = (-80.0, -65.0)  # real "clean" recordings are never digital silence
 BANK_TALKERS, BANK_SECONDS = 24, 6.0
 PARALLEL_FROM = 64  # examples; smaller corpora are generated in this process
+# Rates recordings come at; a corpus above one of them has this share of its examples'
+# speech and noise end at the band edge of one (a 16 kHz corpus: none, so it is as before).
+RECORDED_RATES, LOWER_RATE_SHARE = (16000, 22050, 32000, 44100), 0.3
 
 
 @functools.lru_cache(maxsize=4)
@@ -67,6 +72,9 @@ def example(seed: int, index: int, num_samples: int, sample_rate: int
   clean += noise.unit_rms(room_tone) * 10 ** (rng.uniform(*ROOM_TONE_DBFS) / 20)
   snr_db = rng.uniform(*SNR_DB)
   mixed_noise = noise.mixture(rng, num_samples, sample_rate, babble_bank(seed, sample_rate))
+  recorded_at = _recorded_rate(rng, sample_rate)
+  if recorded_at < sample_rate:
+    clean, mixed_noise = (_band_edge(x, sample_rate, recorded_at) for x in (clean, mixed_noise))
   noisy = clean + mixed_noise * np.sqrt(np.mean(np.square(clean))) / 10 ** (snr_db / 20)
   peak = np.abs(noisy).max()
   if peak > 0.99:
@@ -87,6 +95,23 @@ def _microphone(rng, signal, sample_rate):
             / np.sqrt(1 + (f / high_cut) ** 8))
 
   return noise.shape_spectrum(signal, sample_rate, gain)
+
+
+def _recorded_rate(rng, sample_rate: int) -> int:
+  """The rate an example is recorded at: the corpus's own, or in LOWER_RATE_SHARE of
+  examples one of the RECORDED_RATES below it (drawn only if there is one)."""
+  lower = [rate for rate in RECORDED_RATES if rate < sample_rate]
+  if not lower or rng.uniform() >= LOWER_RATE_SHARE:
+    return sample_rate
+  return int(rng.choice(lower))
+
+
+def _band_edge(signal, sample_rate: int, recorded_at: int):
+  """`signal` as a recording at `recorded_at` resampled up to `sample_rate` gives it: flat
+  to 0.45 times that rate, nothing from its Nyquist frequency on (a linear ramp between)."""
+  edge = 0.5 * recorded_at
+  return noise.shape_spectrum(signal, sample_rate,
+                              lambda f: np.clip((edge - f) / (0.1 * edge), 0.0, 1.0))
 
 
 def _pcm_example(seed: int, num_samples: int, sample_rate: int, kind: str, index: int):

@@ -5,6 +5,7 @@ import resource
 import signal
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -58,6 +59,27 @@ class SyntheticTest(tf.test.TestCase):
       band = lambda lo, hi: power[(hz >= lo) & (hz < hi)].mean()  # pylint: disable=cell-var-from-loop
       # One octave apart: the tilt (at most 3 dB per octave) and the cut's -2.2 dB at most.
       self.assertGreater(10 * np.log10(band(6000, 7000) / band(3000, 3500)), -6.0, seed)
+
+  def test_some_examples_above_16_khz_end_at_a_lower_rates_band_edge(self):
+    rate, examples = 48000, 40
+    hz = np.fft.rfftfreq(rate // 4, 1 / rate)
+    edges = []
+    for index in range(examples):
+      noisy, clean = synthetic.example(0, index, rate // 4, rate)
+      noise_power = np.abs(np.fft.rfft(noisy - clean)) ** 2
+      # its band edge: above it nothing but rounding (brown noise keeps 1e-8 at 20 kHz)
+      edges.append(hz[np.flatnonzero(noise_power > 1e-20 * noise_power.max())[-1]])
+      self.assertLess(np.abs(np.fft.rfft(clean))[hz >= edges[-1] + 100].max(initial=0), 1e-9)
+    lowered = [edge for edge in edges if edge < 0.49 * rate]
+    self.assertBetween(len(lowered) / examples, 0.15, 0.45)  # LOWER_RATE_SHARE: 0.3
+    for edge in lowered:  # each at a recorded rate's Nyquist frequency
+      self.assertIn(min(synthetic.RECORDED_RATES, key=lambda r: abs(r / 2 - edge)) / 2 - edge,
+                    np.arange(0, 100))
+
+  def test_a_16_khz_corpus_has_no_lower_rate(self):
+    with mock.patch.object(synthetic, "LOWER_RATE_SHARE", 1.0):
+      lowered = synthetic.example(0, 3, RATE // 4, RATE)
+    self.assertAllEqual(lowered[0], synthetic.example(0, 3, RATE // 4, RATE)[0])
 
   def test_babble_bank_is_keyed_by_seed(self):
     bank = synthetic.babble_bank(0, 8000)
