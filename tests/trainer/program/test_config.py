@@ -66,6 +66,19 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(dataclasses.replace(streaming.run, model_dir=default.run.model_dir),
                      dataclasses.replace(default.run, train_steps=2 * default.run.train_steps))
 
+  def test_the_cpu_flagfile_is_the_default_recipe_with_three_times_its_corpus_and_steps(self):
+    default, cpu = parsed.configs(), parsed.configs("--flagfile=cpu.flags")
+    rate = default.data.sample_rate
+    self.assertEqual(cpu.model.model_card(sample_rate=rate, seed=0),
+                     default.model.model_card(sample_rate=rate, seed=0))
+    for loss_term in ("waveform_loss", "stft_weight", "intelligibility_weight",
+                      "suppression_weight"):
+      self.assertEqual(getattr(cpu.model, loss_term), getattr(default.model, loss_term))
+    self.assertEqual(cpu.optimization, dataclasses.replace(default.optimization,
+                                                           loss_scale="none"))
+    self.assertEqual(cpu.data.synthetic_examples, 3 * default.data.synthetic_examples)
+    self.assertEqual(cpu.run.train_steps, 3 * default.run.train_steps)
+
   @parameterized.parameters("a100.flags", "a100_mixing.flags", "h100x8.flags")
   def test_gpu_flagfiles_explain_missing_gpus(self, name):
     configs = parsed.configs(f"--flagfile={name}", f"--data_dir={self.data_dir}")
