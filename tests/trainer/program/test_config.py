@@ -56,7 +56,7 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
       self.assertTrue(configs.data.reverb == "device" or (configs.data.mixing and
                                                           configs.data.rir_proba > 0))
 
-  def test_the_streaming_flagfile_is_the_default_recipe_causal_at_48k_for_twice_its_steps(self):
+  def test_the_streaming_flagfile_is_the_default_recipe_causal_at_48k_for_4x_its_steps(self):
     default, streaming = parsed.configs(), parsed.configs("--flagfile=streaming.flags")
     self.assertEqual(streaming.model.model_card(sample_rate=48000, seed=0),
                      dataclasses.replace(default.model, causal=True, fft_length=2048)
@@ -64,7 +64,7 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
     self.assertEqual(streaming.data, dataclasses.replace(default.data, sample_rate=48000))
     self.assertEqual(streaming.optimization, default.optimization)
     self.assertEqual(dataclasses.replace(streaming.run, model_dir=default.run.model_dir),
-                     dataclasses.replace(default.run, train_steps=2 * default.run.train_steps))
+                     dataclasses.replace(default.run, train_steps=4 * default.run.train_steps))
 
   def test_the_cpu_flagfile_is_the_default_recipe_with_three_times_its_corpus_and_steps(self):
     default, cpu = parsed.configs(), parsed.configs("--flagfile=cpu.flags")
