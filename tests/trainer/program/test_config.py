@@ -71,9 +71,9 @@ class ConfigTest(tf.test.TestCase, parameterized.TestCase):
     rate = default.data.sample_rate
     self.assertEqual(cpu.model.model_card(sample_rate=rate, seed=0),
                      default.model.model_card(sample_rate=rate, seed=0))
-    for loss_term in ("waveform_loss", "stft_weight", "intelligibility_weight",
-                      "suppression_weight"):
-      self.assertEqual(getattr(cpu.model, loss_term), getattr(default.model, loss_term))
+    # Beyond the shape it pins (the model card above), every model flag is the default's.
+    self.assertEqual(dataclasses.replace(cpu.model, hidden=None, depth=None, kernel_size=None,
+                                         level=None), default.model)
     self.assertEqual(cpu.optimization, dataclasses.replace(default.optimization,
                                                            loss_scale="none"))
     self.assertEqual(cpu.data.synthetic_examples, 3 * default.data.synthetic_examples)
